@@ -1,0 +1,11 @@
+"""The rmsnorm grading suite: every public/hidden size is one test, plus fuzzed sizes.
+
+Run: pytest env_suites/rmsnorm --nodus-submission=PATH [--nodus-sealed=sealed_fixtures]
+"""
+
+from env_suites.rmsnorm.environment import ENVIRONMENT
+from pytest_nodus.suite import EnvironmentSuite
+
+
+class TestRMSNorm(EnvironmentSuite):
+    environment = ENVIRONMENT

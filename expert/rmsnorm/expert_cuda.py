@@ -1,0 +1,16 @@
+"""Expert for rmsnorm on the GPU: torch.compile of F.rms_norm.
+
+shared/GPU.md: on the H200, 16384 x 8192 bf16, this reaches 4.15 TB/s, the bandwidth of a
+plain device-to-device copy; eager F.rms_norm reaches 2.6 TB/s and Liger 3.9 TB/s.
+Compiled per shape (dynamic=False): the graph for each size is built during warm-up,
+outside the timed calls.
+"""
+
+import torch
+import torch.nn.functional as F
+
+_rms_norm = torch.compile(F.rms_norm, dynamic=False)
+
+
+def kernel(x, weight, eps):
+    return _rms_norm(x, (x.shape[-1],), weight, eps)

@@ -1,0 +1,47 @@
+"""pytest-nodus: sealed graders for RL environments in which agents write GPU kernels.
+
+The public API is what an environment declaration needs; everything else is the plugin's
+business. Module map (one concept each):
+
+- ``environment``   what an environment is (contract, sizes, reference, tolerance, ...)
+- ``inputs``        fresh inputs per call, grader-owned slots, seeds
+- ``isolation``     the grader's handle on a sandbox process; ``sandbox`` is that process
+- ``landlock``      kernel-enforced confinement of the sandbox; ``guard`` its tripwires
+- ``transport``     shared tensors and the message protocol between the two
+- ``correctness``   tolerances and every-element verification
+- ``timing``        measurements, work left running, wall-clock and physical-floor checks
+- ``grading``       the per-size procedure; ``reward`` the verdict and the reward
+- ``fuzz``          Hypothesis sizes; ``report`` terminal table and JSON; ``plugin`` hooks
+- ``devices``       device choice, peaks, one GPU per xdist worker
+- ``workspace``     the directory an agent is given
+"""
+
+from pytest_nodus.correctness import ElementwiseRelative, Normwise
+from pytest_nodus.environment import (
+    Choice,
+    Contract,
+    Environment,
+    IntRange,
+    ScalarSpec,
+    Size,
+    SizeDomain,
+    TensorSpec,
+)
+from pytest_nodus.reward import FLOOR
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Choice",
+    "Contract",
+    "ElementwiseRelative",
+    "Environment",
+    "FLOOR",
+    "IntRange",
+    "Normwise",
+    "ScalarSpec",
+    "Size",
+    "SizeDomain",
+    "TensorSpec",
+    "__version__",
+]

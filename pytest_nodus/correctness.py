@@ -1,0 +1,111 @@
+"""Is an output right? Compared with the reference in the grader process, every element.
+
+The submission's process never sees the reference and its word on correctness counts for
+nothing: the grader reads the output the sandbox copied into a grader-owned receipt (which
+the grader poisoned with NaN before the call) and compares it here.
+
+Tolerances are relative to the reference's magnitude so that trivial outputs (zeros, the
+input, a constant) fail, and tight enough that the same math done in a lower precision
+(an fp8 round trip, bf16 accumulation) fails; each environment states its calibration.
+NaN and inf never pass.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import torch
+
+
+class Tolerance(Protocol):
+    limit: float
+
+    def error(self, output: torch.Tensor, reference: torch.Tensor) -> float:
+        """A non-negative error; the output passes if error <= limit. NaN/inf give inf."""
+
+
+@dataclass(frozen=True)
+class ElementwiseRelative:
+    """max_i |out_i - ref_i| / (|ref_i| + floor), floor = floor_fraction * rms(ref).
+
+    Every element must be close relative to its own magnitude; the floor keeps elements
+    near zero from demanding more than the output dtype can hold.
+    """
+
+    limit: float
+    floor_fraction: float = 1e-2
+
+    def error(self, output: torch.Tensor, reference: torch.Tensor) -> float:
+        import torch
+
+        out = output.double()
+        ref = reference.double()
+        if not torch.isfinite(out).all():
+            return math.inf
+        rms = ref.pow(2).mean().sqrt().item() if ref.numel() else 0.0
+        floor = max(self.floor_fraction * rms, torch.finfo(torch.float32).tiny)
+        return ((out - ref).abs() / (ref.abs() + floor)).max().item() if ref.numel() else 0.0
+
+
+@dataclass(frozen=True)
+class Normwise:
+    """||out - ref||_F / ||ref||_F: for outputs that sum many rounded terms (gradients)."""
+
+    limit: float
+
+    def error(self, output: torch.Tensor, reference: torch.Tensor) -> float:
+        import torch
+
+        out = output.double()
+        ref = reference.double()
+        if not torch.isfinite(out).all():
+            return math.inf
+        denom = ref.norm().item()
+        diff = (out - ref).norm().item()
+        if denom == 0.0:
+            return 0.0 if diff == 0.0 else math.inf
+        return diff / denom
+
+
+@dataclass
+class OutputCheck:
+    name: str
+    error: float
+    limit: float
+
+    @property
+    def passed(self) -> bool:
+        return self.error <= self.limit  # NaN compares False: never passes
+
+
+def check_outputs(receipts, references, contract, tolerance) -> list[OutputCheck]:
+    checks = []
+    for spec, got, ref in zip(contract.outputs, receipts, references):
+        tol = tolerance[spec.name]
+        checks.append(OutputCheck(spec.name, tol.error(got, ref), tol.limit))
+    return checks
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equality (NaN-safe): used to prove inputs came back untouched."""
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.is_floating_point:
+        width = {2: torch.int16, 4: torch.int32, 8: torch.int64, 1: torch.uint8}[a.element_size()]
+        return torch.equal(a.contiguous().view(width), b.contiguous().view(width))
+    return torch.equal(a, b)
+
+
+def poison_(tensor: torch.Tensor) -> None:
+    """Fill a receipt with NaN (or the max value for integers) before each call."""
+    import torch
+
+    if tensor.dtype.is_floating_point:
+        tensor.fill_(float("nan"))
+    else:
+        tensor.fill_(torch.iinfo(tensor.dtype).max)

@@ -1,0 +1,96 @@
+"""Which device a grade runs on, what that device can physically do, and who may time on it.
+
+With pytest-xdist each worker owns one GPU (worker ``gwN`` takes GPU ``N mod count``), and
+a per-GPU file lock makes sure no two timings share a GPU at once even when there are
+more workers than GPUs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class DevicePeaks:
+    """Datasheet ceilings. Used only for the physical floor, which is generous on purpose."""
+
+    bytes_per_s: float
+    flops_per_s: float  # dense bf16 tensor-core rate
+
+
+# Vendor datasheet figures (SXM parts); shared/GPU.md measures 4.3 TB/s copy and 790 TF/s
+# bf16 matmul on the H200, under these ceilings as they must be.
+_PEAKS = {
+    "H200": DevicePeaks(4.8e12, 989e12),
+    "H100": DevicePeaks(3.35e12, 989e12),
+    "A100": DevicePeaks(2.0e12, 312e12),
+}
+
+# Output writes can finish in L2 (write-back) before they reach HBM, so a small size can
+# look up to ~2x faster than HBM allows. Only times under half the datasheet floor are
+# physically impossible; that is what gets flagged.
+FLOOR_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str  # "cuda" or "cpu"
+    index: int | None
+    name: str
+    peaks: DevicePeaks | None
+
+    @property
+    def torch_name(self) -> str:
+        return f"cuda:{self.index}" if self.kind == "cuda" else "cpu"
+
+    def describe(self) -> str:
+        if self.kind == "cpu":
+            return f"cpu ({self.name}; Triton interpreter; times are CPU times)"
+        return f"cuda:{self.index} ({self.name})"
+
+
+def worker_index() -> int:
+    match = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
+    return int(match.group(1)) if match else 0
+
+
+def choose(requested: str) -> Device:
+    """``requested`` is "auto", "cpu" or "cuda". Raises ValueError with a one-line reason."""
+    import platform
+
+    import torch
+
+    if requested not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"--nodus-device must be auto, cpu or cuda, not {requested!r}")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--nodus-device=cuda but torch sees no CUDA device")
+    if requested == "cpu" or not torch.cuda.is_available():
+        return Device("cpu", None, platform.processor() or platform.machine(), None)
+    index = worker_index() % torch.cuda.device_count()
+    name = torch.cuda.get_device_name(index)
+    peaks = next((p for key, p in _PEAKS.items() if key in name), None)
+    return Device("cuda", index, name, peaks)
+
+
+@contextmanager
+def exclusive(device: Device):
+    """Hold the device for timing. CPU grades are not serialised (their times are CPU times)."""
+    if device.kind != "cuda":
+        yield
+        return
+    import torch
+
+    uuid = str(getattr(torch.cuda.get_device_properties(device.index), "uuid", device.index))
+    path = Path(tempfile.gettempdir()) / f"pytest-nodus-gpu-{uuid}.lock"
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

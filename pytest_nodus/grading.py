@@ -1,0 +1,296 @@
+"""Grade one size: the procedure that ties inputs, sandboxes, correctness and timing together.
+
+A timed size runs ``warmup + timed`` rounds. Each round makes fresh inputs, then calls
+the expert and the submission on them (order alternating), each in its own sandbox, each
+call verified against the reference computed here from the grader's pristine copy. Warm-up
+calls are verified like the rest; only their times are dropped. A fuzzed size is one
+verified call of the submission alone.
+
+Everything the submission could influence is decided here, in the grader process: the
+values in the receipts, whether the inputs came back untouched, which kernels ran, and
+whether its claimed times agree with the grader's clock.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pytest_nodus import devices, inputs, reward, timing
+from pytest_nodus.correctness import check_outputs, same_bits
+from pytest_nodus.environment import Environment, Size
+from pytest_nodus.isolation import Sandbox, SandboxFailure
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    warmup: int
+    timed: int
+
+
+PLANS = {"cuda": TimingPlan(warmup=3, timed=20), "cpu": TimingPlan(warmup=1, timed=3)}
+
+
+@dataclass
+class SizeResult:
+    """One size's verdict; ``as_json`` is what crosses xdist and lands in the report."""
+
+    id: str
+    kind: str
+    rerun: int
+    dims: dict | None
+    status: str = "correct"
+    flags: list[dict] = field(default_factory=list)
+    error: float | None = None
+    tolerance: float | None = None
+    t_submission_ms: float | None = None
+    t_expert_ms: float | None = None
+    t_submission_iqr_ms: float | None = None
+    t_expert_iqr_ms: float | None = None
+    speedup: float | None = None
+    throughput: float | None = None
+    throughput_unit: str | None = None
+    expert_error: float | None = None
+    calls: int = 0
+    env: dict | None = None
+    isolation: str | None = None
+    kernels: list[dict] | None = None
+
+    @property
+    def timed(self) -> bool:
+        return self.kind in ("public", "hidden")
+
+    def flag(self, code: str, detail: str) -> None:
+        if self.kind == "hidden":
+            # Hidden sizes stay hidden: no dims in any message that reaches a report.
+            detail = re.sub(r"\d{2,}", "#", detail)
+        if not any(f["code"] == code for f in self.flags):
+            self.flags.append({"size": self.id, "code": code, "detail": detail[:300]})
+        self.status = reward.status_of(f["code"] for f in self.flags)
+
+    def note_error(self, error: float, limit: float) -> None:
+        """Keep the worst error seen (relative to its tolerance) over all calls and outputs."""
+        if self.error is None or error / limit > self.error / self.tolerance:
+            self.error, self.tolerance = error, limit
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["timed"] = self.timed
+        if self.kind == "hidden":
+            data["dims"] = None
+        for key in ("error", "expert_error"):
+            if data[key] is not None and not math.isfinite(data[key]):
+                data[key] = None if math.isnan(data[key]) else 1e308
+        return data
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+class Grader:
+    """Per-process (per xdist worker) owner of the sandboxes and the grade seed."""
+
+    def __init__(self, submission: Path, device: devices.Device, grade_seed: int, audit: bool = True,
+                 expert_cache: Path | None = None):
+        self.submission = Path(submission)
+        self.device = device
+        self.torch_device = torch.device(device.torch_name)
+        self.grade_seed = grade_seed
+        self.audit = audit
+        self.expert_cache = expert_cache
+        self.plan = PLANS[device.kind]
+        self.call_timeout_override: float | None = None
+        # A submission that hung once is not given the device again in this grade: every
+        # further size would cost another full time limit for the same verdict.
+        self._hung: SandboxFailure | None = None
+        self._sandboxes: dict[tuple[str, str], Sandbox] = {}
+        self._load_failures: dict[tuple[str, str], SandboxFailure] = {}
+
+    def close(self) -> None:
+        for sandbox in self._sandboxes.values():
+            sandbox.close()
+        self._sandboxes.clear()
+
+    # -- sandboxes ------------------------------------------------------------------
+    def _sandbox(self, env: Environment, role: str) -> Sandbox:
+        key = (role, env.name)
+        if key in self._load_failures:
+            raise self._load_failures[key]  # a file that did not load will not load next time
+        sandbox = self._sandboxes.get(key)
+        if sandbox is not None and sandbox.alive:
+            return sandbox
+        if sandbox is not None:
+            sandbox.close()
+        path = self.submission if role == "submission" else env.expert[self.device.kind]
+        sandbox = Sandbox(path, role, self.device.torch_name, env.contract.entry_point, audit=self.audit,
+                          cache_dir=self.expert_cache if role == "expert" else None)
+        try:
+            sandbox.start()
+        except SandboxFailure as failure:
+            sandbox.close()
+            if failure.code == "load_failed":
+                self._load_failures[key] = failure
+            raise
+        self._sandboxes[key] = sandbox
+        return sandbox
+
+    def _timeout(self, env: Environment) -> float:
+        if self.call_timeout_override is not None:
+            return self.call_timeout_override
+        return env.call_timeout_s if self.device.kind == "cuda" else env.cpu_call_timeout_s
+
+    # -- one call -----------------------------------------------------------------------
+    def _call(self, env, ring: inputs.SlotRing, fresh: dict, references, result: SizeResult, role: str):
+        """One verified call. Returns (CallTimes, references) or raises SandboxFailure."""
+        timeout = self._timeout(env)
+        index, slot = ring.prepare(fresh, timeout)
+        scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
+        order = [spec.name for spec in env.contract.inputs]
+        reply, wall_ms = ring.sandbox.request({"op": "call", "slot": index, "scalars": scalars, "order": order}, timeout)
+        audit_reply, _ = ring.sandbox.request({"op": "audit"}, timeout)
+        submission = role == "submission"
+        flags = reply.get("flags")
+        if not isinstance(flags, list) or not all(isinstance(f, dict) for f in flags):
+            raise SandboxFailure("flagged", "protocol_violation", "malformed flags in the sandbox's reply")
+        if submission:
+            for f in flags:
+                result.flag(str(f.get("code", "protocol_violation")), str(f.get("detail", "")))
+            self._audit(env, audit_reply.get("audit"), result)
+        if not reply.get("ok"):
+            error = reply.get("error") or {}
+            detail = f"{error.get('type', 'Error')}: {error.get('message', '')} {error.get('where', '')}".strip()
+            raise SandboxFailure("error", "raised", f"the kernel raised {detail}")
+        if references is None:
+            references = env.reference(fresh)
+        for name, value in fresh.items():
+            if isinstance(value, torch.Tensor) and not same_bits(slot.inputs[name], value):
+                if submission:
+                    result.flag("input_mutated", f"input '{name}' was changed by the call")
+                else:
+                    raise SandboxFailure("error", "expert_failed", f"the expert changed input '{name}'")
+        if not any(f["code"] in ("wrong_output", "wrong_shape", "wrong_dtype", "wrong_device", "tensor_subclass",
+                                 "output_aliases_input") for f in flags):
+            for check in check_outputs(slot.receipts, references, env.contract, env.tolerance):
+                if submission:
+                    result.note_error(check.error, check.limit)
+                    if not check.passed:
+                        code = "non_finite_output" if not math.isfinite(check.error) else "wrong_values"
+                        result.flag(code, f"output '{check.name}': error {check.error:.3g} > tolerance {check.limit:.3g}")
+                else:
+                    result.expert_error = max(result.expert_error or 0.0, check.error)
+                    if not check.passed:
+                        raise SandboxFailure("error", "expert_failed",
+                                             f"the expert's '{check.name}' misses tolerance ({check.error:.3g})")
+        for key in ("t_stream_ms", "t_call_ms"):
+            if not _is_number(reply.get(key)):
+                raise SandboxFailure("flagged", "protocol_violation", f"missing or invalid {key} in reply")
+        return timing.CallTimes(reply["t_stream_ms"], reply["t_call_ms"], wall_ms), references
+
+    def _audit(self, env: Environment, audit, result: SizeResult) -> None:
+        if not env.forbidden or not isinstance(audit, dict):
+            return
+        names = [str(n) for n in audit.get("ops", [])] + [str(k.get("name")) for k in audit.get("kernels", [])
+                                                          if isinstance(k, dict)]
+        for pattern in env.forbidden:
+            hit = next((n for n in names if re.search(pattern, n)), None)
+            if hit is not None:
+                result.flag("forbidden_op", f"ran '{hit[:80]}', which this environment forbids")
+        if isinstance(audit.get("kernels"), list) and audit["kernels"]:
+            result.kernels = audit["kernels"][:8]
+
+    # -- sizes ---------------------------------------------------------------------------
+    def grade_size(self, env: Environment, size: Size, label: str, rerun: int = 0) -> SizeResult:
+        result = SizeResult(size.id, size.kind, rerun, dict(size.dims), env={"name": env.name, "version": env.version},
+                            throughput_unit=env.throughput_unit)
+        if self._hung is not None:
+            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
+            return result
+        try:
+            expert = self._sandbox(env, "expert")
+        except SandboxFailure as failure:
+            result.flag("expert_failed", f"the expert did not start: {failure}")
+            return result
+        try:
+            submission = self._sandbox(env, "submission")
+        except SandboxFailure as failure:
+            result.flag(failure.code, failure.detail)
+            return result
+        result.isolation = submission.isolation
+        rings = {"expert": inputs.SlotRing(expert, env, size.dims, self.torch_device),
+                 "submission": inputs.SlotRing(submission, env, size.dims, self.torch_device)}
+        times: dict[str, list[timing.CallTimes]] = {"expert": [], "submission": []}
+        with devices.exclusive(self.device):
+            try:
+                for round_number in range(self.plan.warmup + self.plan.timed):
+                    seed = inputs.call_seed(self.grade_seed, label, round_number)
+                    fresh = inputs.make_inputs(env, size.dims, seed, self.torch_device)
+                    references = None
+                    roles = ("expert", "submission") if round_number % 2 == 0 else ("submission", "expert")
+                    for role in roles:
+                        call, references = self._call(env, rings[role], fresh, references, result, role)
+                        result.calls += role == "submission"
+                        if round_number >= self.plan.warmup:
+                            times[role].append(call)
+                    if result.status != "correct":
+                        break  # the verdict is in; do not spend the device on the rest
+                for role in ("expert", "submission"):
+                    reply, _ = rings[role].sandbox.request({"op": "finish", "release": True}, self._timeout(env))
+                    if role == "submission":
+                        for f in reply.get("flags", []) if isinstance(reply.get("flags"), list) else []:
+                            result.flag(str(f.get("code")), str(f.get("detail", "")))
+            except SandboxFailure as failure:
+                result.flag(failure.code, failure.detail)
+                if failure.status == "timeout":
+                    self._hung = failure
+                return result
+        self._summarise_times(env, size, times, result)
+        return result
+
+    def _summarise_times(self, env, size, times, result: SizeResult) -> None:
+        latency = timing.sync_latency(times["expert"])
+        expert_time = timing.counted(times["expert"], latency)
+        submission_time = timing.counted(times["submission"], latency)
+        result.t_expert_ms, result.t_expert_iqr_ms = expert_time.median, expert_time.iqr
+        result.t_submission_ms, result.t_submission_iqr_ms = submission_time.median, submission_time.iqr
+        if result.t_submission_ms and result.t_expert_ms:
+            result.speedup = result.t_expert_ms / result.t_submission_ms
+            result.throughput = env.throughput(size.dims, result.t_submission_ms)
+        if self.device.kind != "cuda":
+            return  # CPU times are reported, not policed: no floor, no streams
+        if (reason := timing.pending_work_flag(times["submission"], latency)) is not None:
+            result.flag("pending_work", reason)
+        if (reason := timing.wall_clock_flag(times["submission"], times["expert"])) is not None:
+            result.flag("timer_disagrees_with_wall_clock", reason)
+        peaks = self.device.peaks
+        if peaks is not None:
+            floor = devices.FLOOR_FRACTION * env.physical_floor_ms(size.dims, peaks.bytes_per_s, peaks.flops_per_s)
+            if (reason := timing.floor_flag(result.t_submission_ms, floor)) is not None:
+                result.flag("below_physical_floor", reason)
+
+    def check_fuzzed(self, env: Environment, dims: dict, label: str, example: int, rerun: int = 0) -> SizeResult:
+        """One verified call of the submission alone at a Hypothesis-drawn size."""
+        result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), env={"name": env.name, "version": env.version})
+        if self._hung is not None:
+            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
+            return result
+        try:
+            submission = self._sandbox(env, "submission")
+            result.isolation = submission.isolation
+            ring = inputs.SlotRing(submission, env, dims, self.torch_device)
+            fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, label, example), self.torch_device)
+            self._call(env, ring, fresh, None, result, "submission")
+            result.calls = 1
+            reply, _ = submission.request({"op": "finish", "release": True}, self._timeout(env))
+            for f in reply.get("flags", []) if isinstance(reply.get("flags"), list) else []:
+                result.flag(str(f.get("code")), str(f.get("detail", "")))
+        except SandboxFailure as failure:
+            result.flag(failure.code, failure.detail)
+            if failure.status == "timeout":
+                self._hung = failure
+        return result

@@ -1,0 +1,193 @@
+"""Grader side of the sandbox: start it, ask it one thing at a time, bound every wait.
+
+The submission runs in a separate process (:mod:`pytest_nodus.sandbox`) started with a
+scrubbed environment (no grader variables, no pytest state), its own scratch directory as
+cwd, HOME and TMPDIR, and a copy of the kernel file: it never sees the submission's path,
+the sealed directory or the report path. A call that does not answer within the
+environment's time limit is a hang: the sandbox's whole process group is killed. A
+sandbox that dies mid-call (exit, signal, CUDA error that kills the context) is reported
+as such; the grade goes on with a fresh sandbox for the next size.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from pytest_nodus import transport
+
+# Variables the sandbox may inherit; everything else (PYTEST_*, NODUS_*, CI secrets, the
+# sealed path on a command line wrapper...) stays with the grader.
+_INHERITED = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
+              "NVIDIA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+              "NVSHMEM_DISABLE_NVLS", "TRITON_PTXAS_PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class SandboxFailure(Exception):
+    """The sandbox did not answer as asked. ``status`` is the grade status it implies."""
+
+    status: str  # "error", "timeout" or "flagged"
+    code: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}"
+
+
+def _scratch_root() -> str | None:
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+class Sandbox:
+    """One sandbox process running one kernel file (a submission or an expert)."""
+
+    def __init__(self, kernel_path: Path, role: str, device: str, entry_point: str = "kernel",
+                 startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None):
+        self.kernel_path = Path(kernel_path)
+        self.role = role
+        self.device = device
+        self.entry_point = entry_point
+        self.startup_timeout_s = startup_timeout_s
+        self.audit = audit
+        self.cache_dir = cache_dir  # persistent compile cache, for the trusted expert only
+        self.process: subprocess.Popen | None = None
+        self.isolation = "none"
+        self.scratch: Path | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+    def start(self) -> None:
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
+        kernel_copy = self.scratch / "kernel_under_test.py"
+        shutil.copyfile(self.kernel_path, kernel_copy)
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        env = {k: os.environ[k] for k in _INHERITED if k in os.environ}
+        caches = self.cache_dir or self.scratch
+        env.update({
+            "HOME": str(self.scratch), "TMPDIR": str(self.scratch), "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": str(_PROJECT_ROOT), "PYTHONUNBUFFERED": "1",
+            "TRITON_CACHE_DIR": str(caches / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
+            "TORCHINDUCTOR_COMPILE_THREADS": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+        })
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        command = [sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
+                   str(rep_w), "--kernel", str(kernel_copy), "--entry-point", self.entry_point,
+                   "--device", self.device, "--scratch", str(self.scratch), "--role", self.role]
+        if not self.audit:
+            command.append("--no-audit")
+        self._log = open(self.scratch / "sandbox.log", "wb")
+        self.process = subprocess.Popen(command, pass_fds=(req_r, rep_w), cwd=self.scratch, env=env,
+                                        stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        os.close(req_r)
+        os.close(rep_w)
+        self._requests = Connection(req_w, readable=False)
+        self._replies = Connection(rep_r, writable=False)
+        hello, _ = self._await_reply(self.startup_timeout_s, during="start-up")
+        self.isolation = str(hello.get("isolation", "none"))
+        if not hello.get("ok"):
+            error = hello.get("error") or {}
+            raise SandboxFailure("error", "load_failed",
+                                 f"{error.get('type', 'Error')}: {error.get('message', 'could not be loaded')}")
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                transport.send_request(self._requests, {"op": "exit"})
+                self.process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, limit: int = 2000) -> str:
+        try:
+            return (self.scratch / "sandbox.log").read_bytes()[-limit:].decode(errors="replace")
+        except (OSError, TypeError):
+            return ""
+
+    # -- requests -----------------------------------------------------------------------
+    def request(self, message: dict, timeout_s: float) -> tuple[dict, float]:
+        """Send one request; return (reply, grader wall-clock ms). Raises SandboxFailure."""
+        if not self.alive:
+            raise SandboxFailure("error", "sandbox_dead", "the sandbox is no longer running")
+        if self._replies.poll(0):
+            # Nothing may arrive unasked: a forged reply queued ahead of the real one.
+            raise SandboxFailure("flagged", "protocol_violation", "the sandbox sent data nobody asked for")
+        t0 = time.perf_counter_ns()
+        try:
+            transport.send_request(self._requests, message)
+        except OSError:
+            raise self._death("a request") from None
+        reply, t1 = self._await_reply(timeout_s, during=f"a {message['op']}")
+        if "harness_error" in reply:
+            raise SandboxFailure("error", "harness_error", str(reply["harness_error"])[:300])
+        return reply, (t1 - t0) / 1e6
+
+    def _await_reply(self, timeout_s: float, during: str) -> tuple[dict, int]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._kill()
+                raise SandboxFailure("timeout", "timeout", f"no answer within {timeout_s:.0f} s during {during}")
+            try:
+                ready = self._replies.poll(min(remaining, 0.5))
+            except (OSError, EOFError):
+                raise self._death(during) from None
+            if ready:
+                try:
+                    reply = transport.recv_reply(self._replies)
+                except EOFError:
+                    raise self._death(during) from None
+                except transport.ProtocolError as exc:
+                    self._kill()
+                    raise SandboxFailure("flagged", "protocol_violation", str(exc)) from None
+                return reply, time.perf_counter_ns()
+            if not self.alive:
+                raise self._death(during)
+
+    def _death(self, during: str) -> SandboxFailure:
+        try:
+            code = self.process.wait(timeout=5) if self.process else None
+        except subprocess.TimeoutExpired:  # alive but closed its end of the channel
+            self._kill()
+            return SandboxFailure("flagged", "protocol_violation", f"the sandbox closed its channel during {during}")
+        self._kill()
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            return SandboxFailure("error", "crashed", f"the sandbox died of {name} during {during}")
+        return SandboxFailure("error", "process_exit", f"the sandbox exited (status {code}) during {during}")
+
+    def _kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.process.kill()
+            self.process.wait()
+        for conn in ("_requests", "_replies"):
+            c = getattr(self, conn, None)
+            if c is not None and not c.closed:
+                c.close()
+        if getattr(self, "_log", None) is not None and not self._log.closed:
+            self._log.close()

@@ -1,0 +1,67 @@
+"""From per-size verdicts to one number an RL pipeline can train on.
+
+Correct everywhere: ``reward = log2(geometric mean over timed sizes of t_expert / t_sub)``,
+so 0 means as fast as the expert, +1 twice as fast, and the reward moves smoothly with
+speed. Anything else (a wrong value, a flag, an error, a timeout, a size with no result)
+gives :data:`FLOOR`, below any speed a real kernel could reach, so no cheat can ever be
+paid more than the slowest honest kernel.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+FLOOR = -24.0
+
+STATUSES = ("correct", "wrong", "error", "timeout", "flagged")
+# When several things went wrong the grade names the most serious: a detected cheat over
+# a hang over a crash over a wrong value.
+_SEVERITY = {status: rank for rank, status in enumerate(STATUSES)}
+
+FLAG_STATUS = {
+    # the values are wrong
+    "wrong_values": "wrong", "non_finite_output": "wrong", "wrong_shape": "wrong", "wrong_dtype": "wrong",
+    "wrong_device": "wrong", "wrong_output": "wrong",
+    # the submission did something a correct kernel never does
+    "tensor_subclass": "flagged", "output_aliases_input": "flagged", "input_mutated": "flagged",
+    "output_changed_after_return": "flagged", "background_thread": "flagged", "pending_work": "flagged",
+    "timer_disagrees_with_wall_clock": "flagged", "below_physical_floor": "flagged",
+    "grader_tampering": "flagged", "forbidden_op": "flagged", "protocol_violation": "flagged",
+    # it did not finish
+    "raised": "error", "crashed": "error", "process_exit": "error", "load_failed": "error",
+    "sandbox_dead": "error", "harness_error": "error", "worker_died": "error", "no_result": "error",
+    "expert_failed": "error", "fuzz_failed": "error",
+    "timeout": "timeout",
+}
+
+
+def status_of(codes) -> str:
+    statuses = [FLAG_STATUS.get(code, "flagged") for code in codes]
+    return worst(statuses) if statuses else "correct"
+
+
+def worst(statuses) -> str:
+    return max(statuses, key=_SEVERITY.__getitem__, default="correct")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    reward: float
+    speedup: float | None  # geometric mean of t_expert / t_submission over timed sizes
+
+
+def verdict(size_results) -> Verdict:
+    """``size_results``: dicts with ``status``, ``timed`` and ``speedup`` (see grading)."""
+    if not size_results:
+        return Verdict("error", FLOOR, None)
+    status = worst(r["status"] for r in size_results)
+    speedups = [r["speedup"] for r in size_results if r.get("timed") and r.get("speedup")]
+    speedup = math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None
+    if status != "correct":
+        return Verdict(status, FLOOR, speedup)
+    if speedup is None:  # correct but nothing was timed: no basis for a reward
+        return Verdict("error", FLOOR, None)
+    return Verdict("correct", math.log2(speedup), speedup)

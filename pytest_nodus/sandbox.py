@@ -1,0 +1,347 @@
+"""The sandbox: the only process that ever imports a submission (or an expert kernel).
+
+Started by :mod:`pytest_nodus.isolation` as ``python -m pytest_nodus.sandbox``. It
+imports torch (and Triton), initialises the device, confines itself with Landlock, and
+only then imports the kernel file from its scratch directory. From then on it answers the
+grader's requests, one at a time:
+
+``bind``
+    map a slot: grader-owned input tensors and output receipts (shared memory / CUDA IPC).
+``call``
+    one call of the kernel on a slot's inputs, every call the same procedure, so checked and
+    timed calls cannot be told apart: scrub free memory with NaN, flush L2, synchronise;
+    time the call (CUDA events around it plus a device-wide synchronise, so work on any
+    stream is inside the timed region); check the returned objects; copy them into the
+    grader's receipts at once; report times, audit and tripwire flags.
+``audit``
+    the kernels and ops the last call ran (torch profiler, every call, all streams).
+``finish``
+    check that the last outputs did not change after their call returned.
+
+Everything this process says is a claim. The grader verifies outputs itself, compares the
+claimed times with its own wall clock, and decides the grade.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+import traceback
+
+import torch
+
+from pytest_nodus import guard, landlock, transport
+
+_perf_counter_ns = time.perf_counter_ns  # captured before any submission code runs
+_cuda_synchronize = torch.cuda.synchronize
+_Event = torch.cuda.Event
+_event_record = torch.cuda.Event.record
+_event_elapsed = torch.cuda.Event.elapsed_time
+_event_sync = torch.cuda.Event.synchronize
+_Tensor = torch.Tensor
+
+MAX_AUDIT_NAMES = 64
+
+
+class Slot:
+    def __init__(self, inputs, receipts, outputs):
+        self.inputs = inputs  # {name: tensor}
+        self.receipts = receipts  # [tensor]
+        self.outputs = outputs  # [(shape, dtype)]
+        self.returned = None  # the submission's outputs from the last call on this slot
+
+
+def _storage_span(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1] and a[1] > a[0] and b[1] > b[0]
+
+
+class Harness:
+    def __init__(self, device: torch.device, role: str, kernel, entry_point: str, audit: bool):
+        self.device = device
+        self.role = role
+        self.kernel = kernel
+        self.audit_enabled = audit
+        self.slots: dict[int, Slot] = {}
+        self.census = guard.ThreadCensus()
+        self.integrity = guard.Integrity(globals())
+        self.last_slot: int | None = None
+        self._profiler = None
+        if device.type == "cuda":
+            l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20)
+            self.flush_buffer = torch.empty(max(4 * l2, 256 << 20), dtype=torch.uint8, device=device)
+            self.events = [_Event(enable_timing=True) for _ in range(3)]
+
+    # -- requests -----------------------------------------------------------------
+    def bind(self, message):
+        inputs = {name: transport.open_shared(d) for name, d in message["inputs"].items()}
+        receipts = [transport.open_shared(d) for d in message["receipts"]]
+        outputs = [(tuple(shape), getattr(torch, dtype)) for shape, dtype in message["outputs"]]
+        self.slots[message["slot"]] = Slot(inputs, receipts, outputs)
+        return {"ok": True}
+
+    def finish(self, message):
+        flags = self._late_write_flags()
+        self.last_slot = None
+        if message.get("release"):
+            self.slots.clear()
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+        return {"ok": True, "flags": flags}
+
+    def call(self, message):
+        flags = self._late_write_flags()
+        slot = self.slots[message["slot"]]
+        args = [slot.inputs[name] if name in slot.inputs else message["scalars"][name] for name in message["order"]]
+        cuda = self.device.type == "cuda"
+        guard.poison_free_memory(slot.outputs, self.device)
+        if cuda:
+            self.flush_buffer.zero_()  # L2 holds nothing of this call's inputs
+            _cuda_synchronize()
+        profiler = self._start_audit()
+        self.census.start()
+        t0 = _perf_counter_ns()
+        if cuda:
+            start, returned_at, done = self.events
+            _event_record(start)
+        try:
+            result = self.kernel(*args)
+        except BaseException as exc:  # SystemExit, pytest outcomes, KeyboardInterrupt: all failures
+            self._profiler = profiler
+            return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:300],
+                                           "where": _submission_frame(exc)}, "flags": flags}
+        if cuda:
+            _event_record(returned_at)
+            _cuda_synchronize()  # device-wide: side streams and deferred launches finish here
+            _event_record(done)
+            _event_sync(done)
+        t1 = _perf_counter_ns()
+        threads = self.census.new_alive()
+        outputs, output_flags = self._normalise(result, slot)
+        copied = False
+        if outputs is not None:
+            # Copy out before anything else: what the grader sees is the state at return.
+            for receipt, out in zip(slot.receipts, outputs):
+                receipt.copy_(out)
+            if cuda:
+                _cuda_synchronize()
+            copied = True
+        # The profiler is read in a separate request, so that its cost (which grows with
+        # the number of kernels) stays out of the grader's wall-clock view of this call.
+        self._profiler = profiler
+        flags += output_flags
+        if threads:
+            flags.append({"code": "background_thread", "detail": f"thread(s) {threads[:3]} still running after the call returned"})
+        flags += [{"code": "grader_tampering", "detail": v} for v in self.integrity.violations()]
+        slot.returned = outputs if copied else None
+        self.last_slot = message["slot"]
+        reply = {"ok": True, "flags": flags, "wall_ms": (t1 - t0) / 1e6}
+        if cuda:
+            reply["t_stream_ms"] = _event_elapsed(start, returned_at)
+            reply["t_call_ms"] = _event_elapsed(start, done)
+        else:
+            reply["t_stream_ms"] = reply["t_call_ms"] = (t1 - t0) / 1e6
+        return reply
+
+    def audit(self, message):
+        profiler, self._profiler = self._profiler, None
+        return {"ok": True, "audit": self._stop_audit(profiler)}
+
+    # -- checks ---------------------------------------------------------------------
+    def _normalise(self, result, slot: Slot):
+        """Exact torch.Tensor outputs of the contract's shape, dtype and device, no aliasing."""
+        expected = len(slot.outputs)
+        if expected == 1 and type(result) is not tuple and type(result) is not list:
+            result = (result,)
+        if type(result) not in (tuple, list) or len(result) != expected:
+            return None, [{"code": "wrong_output", "detail": f"expected {expected} output tensor(s), got {type(result).__name__}"}]
+        flags = []
+        for i, out in enumerate(result):
+            if type(out) is not _Tensor:
+                # A subclass or proxy can run work when the checker touches it (lazy outputs).
+                code = "tensor_subclass" if isinstance(out, _Tensor) else "wrong_output"
+                flags.append({"code": code, "detail": f"output {i} is {type(out).__module__}.{type(out).__qualname__}, not torch.Tensor"})
+                continue
+            shape, dtype = slot.outputs[i]
+            if tuple(out.shape) != shape:
+                flags.append({"code": "wrong_shape", "detail": f"output {i} has the wrong shape"})
+            if out.dtype != dtype:
+                flags.append({"code": "wrong_dtype", "detail": f"output {i} is {out.dtype}, expected {dtype}"})
+            if out.device.type != self.device.type:
+                flags.append({"code": "wrong_device", "detail": f"output {i} is on {out.device}"})
+        if flags:
+            return None, flags
+        spans_in = [_storage_span(t) for t in slot.inputs.values()]
+        spans_out = [_storage_span(t) for t in result]
+        for i, span in enumerate(spans_out):
+            if any(_overlaps(span, s) for s in spans_in):
+                flags.append({"code": "output_aliases_input", "detail": f"output {i} shares storage with an input"})
+            if any(_overlaps(span, s) for s in spans_out[:i]):
+                flags.append({"code": "output_aliases_input", "detail": f"output {i} shares storage with another output"})
+        return (None, flags) if flags else (list(result), [])
+
+    def _late_write_flags(self):
+        """Outputs that changed after their call returned were written by work nobody timed."""
+        if self.last_slot is None:
+            return []
+        slot = self.slots.get(self.last_slot)
+        if slot is None or slot.returned is None:
+            return []
+        if self.device.type == "cuda":
+            _cuda_synchronize()
+        changed = [i for i, (out, receipt) in enumerate(zip(slot.returned, slot.receipts))
+                   if not _same_bits(out, receipt)]
+        slot.returned = None
+        if changed:
+            return [{"code": "output_changed_after_return", "detail": f"output(s) {changed} changed after the call returned"}]
+        return []
+
+    # -- kernel audit ---------------------------------------------------------------
+    def _start_audit(self):
+        if not self.audit_enabled:
+            return None
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
+        profiler = profile(activities=activities)
+        profiler.__enter__()
+        return profiler
+
+    def _stop_audit(self, profiler):
+        if profiler is None:
+            return None
+        profiler.__exit__(None, None, None)
+        ops, kernels = set(), {}
+        try:
+            events = profiler.profiler.kineto_results.events()
+        except Exception:  # noqa: BLE001  an audit failure must not look like a kernel failure
+            return {"ops": [], "kernels": [], "error": "profiler returned no events"}
+        for event in events:
+            name = event.name()
+            if event.device_type() == torch.autograd.DeviceType.CUDA:
+                key = (name[:160], int(event.device_resource_id()))
+                kernels[key] = kernels.get(key, 0.0) + event.duration_ns() / 1e3
+            else:
+                ops.add(name[:160])
+        ranked = sorted(kernels.items(), key=lambda kv: -kv[1])[:MAX_AUDIT_NAMES]
+        return {"ops": sorted(ops)[:4 * MAX_AUDIT_NAMES],
+                "kernels": [{"name": n, "stream": s, "us": round(us, 3)} for (n, s), us in ranked]}
+
+
+def _same_bits(a, b) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+    return bool(torch.equal(a.contiguous().view(width), b.contiguous().view(width)))
+
+
+def _submission_frame(exc: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("kernel_under_test.py")]
+    return f"line {frames[-1].lineno}" if frames else ""
+
+
+def _confine(scratch: str, device: torch.device) -> str:
+    """Landlock: read the Python installation and system trees only; write scratch only."""
+    import site
+    import sysconfig
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    read = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/run", "/dev",
+            sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)), here}
+    read.update(site.getsitepackages())
+    read.update(p for p in sysconfig.get_paths().values() if p)
+    if site.ENABLE_USER_SITE and site.getusersitepackages():
+        read.add(site.getusersitepackages())
+    for module in (torch, sys.modules.get("triton"), sys.modules.get("numpy")):
+        if module is not None and getattr(module, "__file__", None):
+            read.add(os.path.dirname(os.path.dirname(os.path.realpath(module.__file__))))
+    devices = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"]
+    if device.type == "cuda":
+        devices += [os.path.join("/dev", n) for n in os.listdir("/dev") if n.startswith("nvidia")]
+    abi = landlock.restrict(sorted(read), [scratch], devices)
+    return f"landlock-abi{abi}" if abi else "process"
+
+
+def _load_kernel(path: str, entry_point: str):
+    spec = importlib.util.spec_from_file_location("kernel_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["kernel_under_test"] = module
+    spec.loader.exec_module(module)
+    kernel = getattr(module, entry_point, None)
+    if not callable(kernel):
+        raise AttributeError(f"the file defines no callable '{entry_point}'")
+    return kernel
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="pytest_nodus.sandbox")
+    parser.add_argument("--requests-fd", type=int, required=True)
+    parser.add_argument("--replies-fd", type=int, required=True)
+    parser.add_argument("--kernel", required=True)
+    parser.add_argument("--entry-point", default="kernel")
+    parser.add_argument("--device", required=True)
+    parser.add_argument("--scratch", required=True)
+    parser.add_argument("--role", choices=("submission", "expert"), required=True)
+    parser.add_argument("--no-audit", action="store_true")
+    args = parser.parse_args(argv)
+    from multiprocessing.connection import Connection
+
+    requests = Connection(args.requests_fd, writable=False)
+    replies = Connection(args.replies_fd, readable=False)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.empty(1, device=device)  # create the context before the device files are locked down
+    try:
+        import triton  # noqa: F401  imported before confinement: the submission may use it
+        import triton.language  # noqa: F401
+    except ImportError:
+        pass
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from pytest_nodus import interpreter_bf16
+
+        interpreter_bf16.install()
+    if args.role == "submission":
+        isolation = _confine(args.scratch, device)
+        # The project root (where expert/ and sealed_fixtures/ live) is unreadable now;
+        # drop it from the import path too, so imports from it fail at once and plainly.
+        project_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != project_root]
+        sys.path_importer_cache.clear()
+    else:
+        isolation = "trusted"
+    try:
+        kernel = _load_kernel(args.kernel, args.entry_point)
+    except BaseException as exc:  # noqa: BLE001  a syntax error is a grade, not a crash
+        where = ""
+        if isinstance(exc, SyntaxError):
+            where = f" (line {exc.lineno})"
+        transport.send_reply(replies, {"ok": False, "isolation": isolation,
+                                        "error": {"type": type(exc).__name__, "message": f"{str(exc)[:300]}{where}"}})
+        return 0
+    harness = Harness(device, args.role, kernel, args.entry_point, audit=not args.no_audit)
+    transport.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid()})
+    handlers = {"bind": harness.bind, "call": harness.call, "audit": harness.audit, "finish": harness.finish}
+    while True:
+        try:
+            message = transport.recv_request(requests)
+        except EOFError:
+            return 0
+        if message["op"] == "exit":
+            return 0
+        try:
+            reply = handlers[message["op"]](message)
+        except Exception as exc:  # noqa: BLE001  harness failure: report, keep serving
+            reply = {"ok": False, "harness_error": f"{type(exc).__name__}: {exc}"[:500]}
+        transport.send_reply(replies, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
