@@ -29,14 +29,22 @@ Dims = Mapping[str, int]
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """One tensor of the contract. ``shape`` names dims of the size (or is an int)."""
+    """One tensor of the contract. ``shape`` entries are ints, dim names or expressions
+    of dims (``"B + 1"``), so the grader knows every tensor's size before making it."""
 
     name: str
     dtype: str  # torch dtype name, e.g. "bfloat16"
     shape: tuple[str | int, ...]
 
     def concrete_shape(self, dims: Dims) -> tuple[int, ...]:
-        return tuple(d if isinstance(d, int) else int(dims[d]) for d in self.shape)
+        return tuple(d if isinstance(d, int) else int(eval(d, {"__builtins__": {}}, dict(dims))) for d in self.shape)
+
+    def nbytes(self, dims: Dims) -> int:
+        numel = 1
+        for extent in self.concrete_shape(dims):
+            numel *= extent
+        return numel * {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "int16": 2, "bfloat16": 2,
+                        "float16": 2, "uint8": 1, "int8": 1, "bool": 1}.get(self.dtype, 8)
 
     @property
     def torch_dtype(self) -> "torch.dtype":
@@ -70,6 +78,10 @@ class Contract:
     @property
     def tensor_inputs(self) -> tuple[TensorSpec, ...]:
         return tuple(i for i in self.inputs if isinstance(i, TensorSpec))
+
+    def call_bytes(self, dims: Dims) -> int:
+        """Device memory one call's inputs and outputs take (what an arena must hold)."""
+        return sum(t.nbytes(dims) for t in (*self.tensor_inputs, *self.outputs))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ clock, Landlock) do not depend on them. They name what a cheat did, so that a gr
   returns poison, not whatever the allocator held before.
 - :class:`ThreadCensus`: a Python thread started during a call and still alive after it
   returns is work the timer did not see.
+- :class:`EscapeTripwire`: an audit hook (which Python cannot remove) that records every
+  attempt to open or list a path outside the sandbox's allowed trees. Landlock already
+  refuses those reads; the tripwire makes a refused attempt a flag even when the
+  submission catches the error and falls back to honest work.
 """
 
 from __future__ import annotations
@@ -90,3 +94,36 @@ class ThreadCensus:
 
     def new_alive(self) -> list[str]:
         return [t.name for t in threading.enumerate() if t.ident not in self._before and t.is_alive()]
+
+
+class EscapeTripwire:
+    _EVENTS = {"open", "os.listdir", "os.scandir", "os.chdir", "os.walk", "glob.glob", "shutil.copyfile",
+               "os.readlink"}
+
+    def __init__(self, allowed_roots) -> None:
+        import os
+
+        self._realpath = os.path.realpath
+        self._roots = tuple(sorted({self._realpath(r).rstrip("/") + "/" for r in allowed_roots}))
+        # /proc is readable (libraries need it) but other processes' entries are snooping.
+        self._own_proc = f"/proc/{os.getpid()}/"
+        self.attempts: list[str] = []
+        sys.addaudithook(self._hook)
+
+    def _hook(self, event: str, args) -> None:
+        if event not in self._EVENTS or not args:
+            return
+        path = args[0]
+        if isinstance(path, bytes):
+            path = path.decode(errors="replace")
+        if not isinstance(path, str) or not path:
+            return
+        resolved = self._realpath(path) + "/"
+        parts = resolved.split("/")
+        other_process = parts[1] == "proc" and parts[2].isdigit() and not resolved.startswith(self._own_proc)
+        if (other_process or not resolved.startswith(self._roots)) and len(self.attempts) < 20:
+            self.attempts.append(f"{event} {path[:120]}")
+
+    def drain(self) -> list[str]:
+        found, self.attempts = self.attempts, []
+        return found

@@ -1,4 +1,4 @@
-"""Fresh inputs for every call, in grader-owned memory the sandbox can see but not keep.
+"""Fresh inputs for every call, placed in grader-owned memory the sandbox can see.
 
 Each call gets new random values made by the environment from (size, seed), timed calls
 included: caching by pointer, shape or sampled content then returns a stale answer, and
@@ -6,18 +6,20 @@ the answer is checked. Seeds come from ``(grade seed, test id, call number)`` so
 local run reproduces from its printed seed whatever worker ran the test; a sealed grade
 draws its seed from the OS and never shows it.
 
-Inputs reach the sandbox through a ring of two *slots* per sandbox: shared tensors the
-grader fills right before the call that uses them. Call n+1's values are not written
-until call n has returned, so no call can see (and batch) the inputs of a later one.
-The grader keeps its own pristine copy of every input: the reference is computed from it
-and the slot is compared with it after the call to catch mutation.
+Inputs and output receipts of a call are placed in one half of the sandbox's arena, the
+halves alternating, so consecutive calls never overlap and addresses repeat every other
+call with new values in them: a cache keyed on pointers (or a replayed CUDA graph) hits
+and returns a stale answer, which verification then catches. Call n+1's values are
+written only after call n returned: no call can see, and batch, the inputs of a later one. The grader keeps its own pristine copy
+of every input: the reference is computed from it, and the arena copy is compared with it
+after the call to catch mutation. Receipts are poisoned with NaN before every call.
 """
 
 from __future__ import annotations
 
 import secrets
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,8 +27,6 @@ import torch
 
 from pytest_nodus import transport
 from pytest_nodus.correctness import poison_
-
-RING = 2
 
 
 def fresh_grade_seed() -> int:
@@ -43,61 +43,60 @@ def make_inputs(env, dims, seed: int, device: torch.device) -> dict[str, Any]:
     return env.make_inputs(dims, generator, device)
 
 
+class ArenaTooSmall(Exception):
+    """This call does not fit twice in the arena: the sandbox needs a bigger one."""
+
+
 @dataclass
-class Slot:
-    inputs: dict[str, torch.Tensor] = field(default_factory=dict)
-    receipts: list[torch.Tensor] = field(default_factory=list)
+class Placement:
+    inputs: dict[str, torch.Tensor]  # grader-side views of the arena
+    receipts: list[torch.Tensor]
+    layout: dict[str, Any]  # what the sandbox needs to build the same views
 
 
-class SlotRing:
-    """The slots one sandbox uses for one size."""
-
-    def __init__(self, sandbox, env, dims, device: torch.device):
-        self.sandbox = sandbox
-        self.env = env
-        self.dims = dims
-        self.device = device
-        self.slots: list[Slot | None] = [None] * RING
+class ArenaPlacer:
+    def __init__(self, arena: torch.Tensor):
+        self.arena = arena
         self.calls = 0
-        self._files = 0
 
-    def _shared(self, shape, dtype) -> tuple[torch.Tensor, Any]:
-        if self.device.type == "cpu":
-            self._files += 1
-            return transport.share_cpu_tensor(self.sandbox.scratch, f"shared-{self._files}.bin", shape, dtype)
-        tensor = torch.empty(shape, dtype=dtype, device=self.device)
-        return tensor, transport.describe_cuda_tensor(tensor)
+    @property
+    def capacity(self) -> int:
+        return self.arena.numel()
 
-    def prepare(self, fresh: dict[str, Any], timeout_s: float) -> tuple[int, Slot]:
-        """Copy ``fresh`` into the next slot (binding it if shapes changed); poison receipts."""
-        index = self.calls % RING
-        self.calls += 1
-        slot = self.slots[index]
+    def place(self, fresh: dict[str, Any], outputs: list[tuple[tuple[int, ...], str]]) -> Placement:
         tensors = {k: v for k, v in fresh.items() if isinstance(v, torch.Tensor)}
-        if slot is None or any(slot.inputs[k].shape != v.shape or slot.inputs[k].dtype != v.dtype
-                               for k, v in tensors.items()):
-            slot = self._bind(index, tensors, timeout_s)
+        need = sum(transport.aligned(t.numel() * t.element_size()) for t in tensors.values())
+        need += sum(transport.aligned(_itemsize(d) * _numel(s)) for s, d in outputs)
+        half = (self.capacity // 2) // transport.ALIGN * transport.ALIGN
+        if need > half:
+            raise ArenaTooSmall(need)
+        offset = half * (self.calls % 2)
+        self.calls += 1
+        views, layout_inputs = {}, {}
         for name, value in tensors.items():
-            slot.inputs[name].copy_(value)
-        for receipt in slot.receipts:
+            dtype = str(value.dtype).removeprefix("torch.")
+            views[name] = transport.arena_view(self.arena, offset, tuple(value.shape), dtype)
+            views[name].copy_(value)
+            layout_inputs[name] = [offset, list(value.shape), dtype]
+            offset += transport.aligned(value.numel() * value.element_size())
+        receipts, layout_receipts = [], []
+        for shape, dtype in outputs:
+            receipt = transport.arena_view(self.arena, offset, shape, dtype)
             poison_(receipt)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)  # the sandbox reads from another context
-        return index, slot
+            receipts.append(receipt)
+            layout_receipts.append([offset, list(shape), dtype])
+            offset += transport.aligned(receipt.numel() * receipt.element_size())
+        if self.arena.device.type == "cuda":
+            torch.cuda.synchronize(self.arena.device)  # the sandbox reads from another context
+        return Placement(views, receipts, {"inputs": layout_inputs, "receipts": layout_receipts})
 
-    def _bind(self, index: int, tensors: dict[str, torch.Tensor], timeout_s: float) -> Slot:
-        slot = Slot()
-        descriptions = {}
-        for name, value in tensors.items():
-            slot.inputs[name], descriptions[name] = self._shared(tuple(value.shape), value.dtype)
-        receipt_descriptions, outputs = [], []
-        for spec in self.env.contract.outputs:
-            shape = spec.concrete_shape(self.dims)
-            receipt, description = self._shared(shape, spec.torch_dtype)
-            slot.receipts.append(receipt)
-            receipt_descriptions.append(description)
-            outputs.append((list(shape), spec.dtype))
-        self.sandbox.request({"op": "bind", "slot": index, "inputs": descriptions,
-                              "receipts": receipt_descriptions, "outputs": outputs}, timeout_s)
-        self.slots[index] = slot
-        return slot
+
+def _itemsize(dtype: str) -> int:
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+def _numel(shape) -> int:
+    numel = 1
+    for extent in shape:
+        numel *= extent
+    return numel

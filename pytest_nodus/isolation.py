@@ -62,12 +62,19 @@ class Sandbox:
         self.audit = audit
         self.cache_dir = cache_dir  # persistent compile cache, for the trusted expert only
         self.process: subprocess.Popen | None = None
+        self.arena = None  # grader-owned; must outlive the process that maps it
         self.isolation = "none"
         self.scratch: Path | None = None
 
     # -- lifecycle --------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, arena_capacity: int) -> None:
+        """Start the process and give it an arena of ``arena_capacity`` bytes (``self.arena``)."""
+        import torch
+
+        from pytest_nodus import transport as _transport
+
         self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
+        self.arena, arena_description = _transport.create_arena(torch.device(self.device), arena_capacity, self.scratch)
         kernel_copy = self.scratch / "kernel_under_test.py"
         shutil.copyfile(self.kernel_path, kernel_copy)
         req_r, req_w = os.pipe()
@@ -96,6 +103,7 @@ class Sandbox:
         os.close(rep_w)
         self._requests = Connection(req_w, readable=False)
         self._replies = Connection(rep_r, writable=False)
+        transport.send_request(self._requests, {"op": "arena", "arena": arena_description})
         hello, _ = self._await_reply(self.startup_timeout_s, during="start-up")
         self.isolation = str(hello.get("isolation", "none"))
         if not hello.get("ok"):
@@ -111,6 +119,7 @@ class Sandbox:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self._kill()
+        self.arena = None
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None

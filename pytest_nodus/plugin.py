@@ -134,6 +134,7 @@ class NodusSession:
             self.grade_seed = fresh_grade_seed()
         self.results: list[dict] = []
         self.usage_errors: list[str] = []
+        self.planned_dims: dict[str, list] = {}
         self.expected: set[str] = set()
         self.reported: set[str] = set()
         self.grader = None
@@ -160,6 +161,7 @@ class NodusSession:
 
             cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pytest-nodus" / "expert"
             self.grader = Grader(self.options.submission, self.device_choice(), self.grade_seed, expert_cache=cache)
+            self.grader.planned_dims = self.planned_dims
         return self.grader
 
     # -- pytest hooks ---------------------------------------------------------------------
@@ -192,8 +194,10 @@ class NodusSession:
                     # Raised from collection_modifyitems: pytest then prints one ERROR line.
                     self.usage_errors.append(f"pytest-nodus: {exc}")
             sizes = sizes_to_grade(env, kind, hidden)
+            self.planned_dims[env.name] = [s.dims for s in sizes]
             metafunc.parametrize("nodus_size", sizes, ids=[s.id for s in sizes])
 
+    @pytest.hookimpl(trylast=True)  # after -k/-m deselection: a partial run grades what it selected
     def pytest_collection_modifyitems(self, session, config, items):
         if self.usage_errors:
             raise pytest.UsageError(self.usage_errors[0])

@@ -29,6 +29,7 @@ FLAG_STATUS = {
     "output_changed_after_return": "flagged", "background_thread": "flagged", "pending_work": "flagged",
     "timer_disagrees_with_wall_clock": "flagged", "below_physical_floor": "flagged",
     "grader_tampering": "flagged", "forbidden_op": "flagged", "protocol_violation": "flagged",
+    "sandbox_escape": "flagged",
     # it did not finish
     "raised": "error", "crashed": "error", "process_exit": "error", "load_failed": "error",
     "sandbox_dead": "error", "harness_error": "error", "worker_died": "error", "no_result": "error",

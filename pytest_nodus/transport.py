@@ -1,9 +1,13 @@
-"""How the grader and a sandbox talk: tensors in shared memory, messages over pipes.
+"""How the grader and a sandbox talk: one shared arena per sandbox, messages over pipes.
 
-Tensors are owned by the grader and shared with the sandbox, never the other way round:
-on the CPU as files mapped by both processes (``torch.from_file(shared=True)``), on the
-GPU through CUDA IPC handles. The grader keeps every shared tensor alive until the
-sandbox is done with it (CUDA IPC requires the producer to outlive the consumer).
+Memory is owned by the grader and shared with the sandbox, never the other way round (a
+handle the submission chose could point the grader at someone else's memory, such as the
+expert's outputs). Each sandbox gets one *arena*: on the CPU a file both processes map
+(``torch.from_file(shared=True)``), on the GPU a CUDA IPC handle. The sandbox maps it at
+start-up, before Landlock confines it: the CUDA driver imports IPC memory by reaching
+into the exporting process (pidfd_getfd, which needs ptrace rights), and a confined
+process has none over the grader (seen on the H200: "mapping of buffer object failed").
+Every call's inputs and receipts are then views at offsets the grader picks.
 
 Messages from the grader to the sandbox are pickled (the sandbox trusts the grader).
 Messages from the sandbox are JSON only, size-limited and type-checked by the grader:
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 MAX_REPLY_BYTES = 1 << 20
+ALIGN = 1024  # bytes: every tensor in an arena starts on this boundary
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,31 @@ def share_cpu_tensor(directory: Path, name: str, shape, dtype):
         os.remove(path)
     desc = SharedCPUTensor(path, nbytes, str(dtype).removeprefix("torch."), tuple(shape))
     return desc.open(), desc
+
+
+def create_arena(device, capacity: int, scratch: Path):
+    """A grader-owned byte arena for one sandbox; returns (tensor, description)."""
+    import torch
+
+    if device.type == "cpu":
+        return share_cpu_tensor(scratch, "arena.bin", (capacity,), torch.uint8)
+    arena = torch.empty(capacity, dtype=torch.uint8, device=device)
+    return arena, describe_cuda_tensor(arena)
+
+
+def arena_view(arena, offset: int, shape, dtype):
+    import torch
+
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    numel = 1
+    for extent in shape:
+        numel *= extent
+    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    return arena[offset: offset + nbytes].view(dtype).view(tuple(shape))
+
+
+def aligned(nbytes: int) -> int:
+    return -(-max(nbytes, 1) // ALIGN) * ALIGN
 
 
 def describe_cuda_tensor(tensor) -> bytes:

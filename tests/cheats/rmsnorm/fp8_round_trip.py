@@ -1,0 +1,12 @@
+"""Cheat: compute at fp8 (e4m3) precision: round the result through float8 and back."""
+
+import torch
+
+def _rmsnorm(x, weight, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(torch.bfloat16)
+
+
+
+def kernel(x, weight, eps):
+    return _rmsnorm(x, weight, eps).to(torch.float8_e4m3fn).to(torch.bfloat16)

@@ -1,0 +1,13 @@
+"""Cheat: never return (hangs the grade unless a per-call time limit kills it)."""
+
+import torch
+
+def _rmsnorm(x, weight, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(torch.bfloat16)
+
+
+
+def kernel(x, weight, eps):
+    while True:
+        pass

@@ -1,0 +1,13 @@
+"""Cheat: return a view of the input after writing the answer into it."""
+
+import torch
+
+def _rmsnorm(x, weight, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(torch.bfloat16)
+
+
+
+def kernel(x, weight, eps):
+    x.copy_(_rmsnorm(x, weight, eps))
+    return x.view(x.shape)

@@ -1,0 +1,15 @@
+"""Cheat: compute on a side stream and return before it finishes (events on the current stream see nothing)."""
+
+import torch
+
+_side = None
+
+
+def kernel(x, weight, eps):
+    global _side
+    _side = _side or torch.cuda.Stream()
+    _side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(_side):
+        xf = x.float()
+        y = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(torch.bfloat16)
+    return y

@@ -1,0 +1,56 @@
+"""Helpers for the plugin's own tests: grade a submission file through the real plugin.
+
+Every grade runs ``pytest env_suites/<env> --nodus-submission=...`` in a subprocess
+(pytester), exactly as a pipeline would, and returns the parsed JSON grade.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CHEATS = REPO / "tests" / "cheats"
+CORRECT = REPO / "tests" / "correct"
+
+
+@dataclass
+class Grade:
+    outcome: object  # pytester.RunResult
+    document: dict | None
+
+    @property
+    def codes(self) -> set[str]:
+        return {f["code"] for f in self.document["flags"]} if self.document else set()
+
+    @property
+    def text(self) -> str:
+        return self.outcome.stdout.str() + self.outcome.stderr.str()
+
+
+@pytest.fixture
+def grade(pytester):
+    """grade(submission, env="rmsnorm", xdist=0, sealed=False, *extra) -> Grade."""
+
+    def run(submission, *extra, env="rmsnorm", xdist=0, sealed=False, device="cpu"):
+        json_path = pytester.path / "grade.json"
+        args = [str(REPO / "env_suites" / env), f"--rootdir={REPO}", "-p", "no:cacheprovider",
+                f"--nodus-submission={submission}", f"--nodus-json={json_path}", f"--nodus-device={device}", *extra]
+        if sealed:
+            args.append(f"--nodus-sealed={REPO / 'sealed_fixtures'}")
+        if xdist:
+            args += ["-n", str(xdist)]
+        outcome = pytester.runpytest_subprocess(*args, timeout=600)
+        document = json.loads(json_path.read_text()) if json_path.exists() else None
+        return Grade(outcome, document)
+
+    return run
+
+
+@pytest.fixture(params=[0, 2], ids=["plain", "xdist2"])
+def xdist(request):
+    """Every grading test runs once plainly and once under pytest-xdist -n 2."""
+    return request.param

@@ -1,0 +1,51 @@
+"""The red-team corpus: every cheat scores exactly the floor, with the status and flag
+that name what it did. Runs on the CPU (Triton interpreter) in CI; tools/gpu_check.sh
+runs the same files on the H200 together with the GPU-only ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import CHEATS
+from pytest_nodus.reward import FLOOR
+
+# cheat file -> (status, flag codes of which at least one must be raised)
+RMSNORM = {
+    "cache_by_pointer": ("wrong", {"wrong_values"}),
+    "cache_by_shape": ("wrong", {"wrong_values"}),
+    "cache_by_sampled_content": ("wrong", {"wrong_values"}),
+    "honest_first_calls": ("wrong", {"non_finite_output", "wrong_values"}),
+    "fp8_round_trip": ("wrong", {"wrong_values"}),
+    "half_rows": ("wrong", {"non_finite_output", "wrong_values"}),
+    "empty_unwritten": ("wrong", {"non_finite_output", "wrong_values"}),
+    "pow2_only": ("wrong", {"wrong_values"}),
+    "mutate_input": ("flagged", {"input_mutated"}),
+    "return_input": ("flagged", {"output_aliases_input"}),
+    "return_input_view": ("flagged", {"output_aliases_input"}),
+    "tensor_subclass": ("flagged", {"tensor_subclass"}),
+    "patch_timer": ("flagged", {"grader_tampering"}),
+    "sys_exit": ("error", {"raised"}),
+    "os_exit": ("error", {"process_exit"}),
+    "pytest_skip": ("error", {"raised"}),
+    "infinite_loop": ("timeout", {"timeout"}),
+    "read_sealed": ("flagged", {"sandbox_escape"}),
+    "import_expert": ("flagged", {"sandbox_escape"}),
+    "background_thread": ("flagged", {"background_thread", "output_changed_after_return"}),
+}
+GPU_ONLY = {"side_stream"}
+
+
+def test_corpus_is_complete():
+    on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
+    assert on_disk == set(RMSNORM) | GPU_ONLY
+
+
+@pytest.mark.parametrize("cheat", sorted(RMSNORM))
+def test_rmsnorm_cheat_scores_the_floor(grade, xdist, cheat):
+    status, codes = RMSNORM[cheat]
+    result = grade(CHEATS / "rmsnorm" / f"{cheat}.py", "--nodus-call-timeout=3", xdist=xdist, sealed=True)
+    assert result.document is not None, result.text
+    assert result.document["reward"] == FLOOR
+    assert result.document["status"] == status, result.document["flags"]
+    assert result.codes & codes, result.document["flags"]
+    assert result.outcome.ret != 0

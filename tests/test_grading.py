@@ -1,0 +1,74 @@
+"""Correct kernels pass, through the real plugin, with the report and JSON users rely on."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jsonschema
+import pytest
+
+from conftest import CORRECT, REPO
+from pytest_nodus.report import SCHEMA_PATH
+
+SOLUTION = REPO / "expert" / "rmsnorm" / "solution.py"
+STARTING = REPO / "env_suites" / "rmsnorm" / "starting_kernel.py"
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+@pytest.mark.parametrize("submission", [SOLUTION, STARTING], ids=["solution", "starting_kernel"])
+def test_correct_kernels_pass_three_sealed_reruns(grade, xdist, submission):
+    result = grade(submission, "--nodus-reruns=3", xdist=xdist, sealed=True)
+    document = result.document
+    jsonschema.validate(document, SCHEMA)
+    assert result.outcome.ret == 0, result.text
+    assert document["status"] == "correct", document["flags"]
+    assert document["reruns"]["statuses"] == ["correct"] * 3
+    assert math.isfinite(document["reward"]) and document["reward"] > -24
+    assert document["sealed"] is True and document["seed"] is None
+    kinds = {s["kind"] for s in document["sizes"]}
+    assert kinds == {"public", "hidden", "fuzz"}
+    assert len([s for s in document["sizes"] if s["kind"] == "fuzz"]) == 3
+
+
+def test_hidden_sizes_stay_hidden(grade):
+    result = grade(SOLUTION, sealed=True)
+    hidden = [s for s in result.document["sizes"] if s["kind"] == "hidden"]
+    assert hidden and all(s["dims"] is None and s["id"].startswith("hidden-") for s in hidden)
+    sealed = json.loads((REPO / "sealed_fixtures" / "rmsnorm.json").read_text())["hidden_sizes"]["cpu"]
+    for dims in sealed:
+        label = "x".join(f"{k}{v}" for k, v in dims.items())
+        assert label not in result.text
+
+
+def test_report_prints_table_and_reward(grade):
+    result = grade(SOLUTION)
+    result.outcome.stdout.fnmatch_lines([
+        "*pytest-nodus grade*",
+        "environment rmsnorm v1 | submission *solution.py (sha256 *) | cpu (*times are CPU times) | local check*",
+        "size*kind*status*error/tolerance*t_sub ms*t_exp ms*speedup*GB/s",
+        "public-0:M64xN256*public*correct*",
+        "fuzz (8 calls)*fuzz*correct*",
+        "reward -* (status correct, speedup *",
+    ])
+    assert "seed" in result.text and "--nodus-seed=" in result.text
+
+
+def test_local_seed_reproduces_fuzzed_sizes(grade):
+    first = grade(SOLUTION, "--nodus-seed=1234", "-k", "fuzz", "-v")
+    second = grade(SOLUTION, "--nodus-seed=1234", "-k", "fuzz", "-v")
+    assert first.document["seed"] == second.document["seed"] == 1234
+
+
+def test_wrong_kernel_is_shrunk_to_a_small_failing_size(grade):
+    result = grade(REPO / "tests" / "cheats" / "rmsnorm" / "fp8_round_trip.py")
+    fuzz = next(s for s in result.document["sizes"] if s["kind"] == "fuzz")
+    assert fuzz["status"] == "wrong"
+    assert fuzz["dims"]["M"] * fuzz["dims"]["N"] <= 64, fuzz["dims"]  # shrunk from up to 32768 elements
+    assert "smallest_failing_size" in {f["code"] for f in result.document["flags"]}
+
+
+@pytest.mark.parametrize("kernel", sorted(p.stem for p in (CORRECT / "rmsnorm").glob("*.py")))
+def test_correct_kernel_styles_pass(grade, kernel):
+    result = grade(CORRECT / "rmsnorm" / f"{kernel}.py", sealed=True)
+    assert result.document["status"] == "correct", result.document["flags"]

@@ -1,0 +1,34 @@
+"""Print a compact table of JSON grades: one line per grade file, then per-size times.
+
+    python tools/grade_table.py out/*.json
+"""
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(paths):
+    rows = []
+    for path in paths:
+        g = json.loads(Path(path).read_text())
+        flags = ",".join(sorted({f["code"] for f in g["flags"]})) or "-"
+        speed = f"{g['speedup']:.3f}" if g["speedup"] else "-"
+        r = g["reruns"]
+        rows.append(f"{Path(path).stem:<28} {g['status']:<8} {g['reward']:>8.3f} {speed:>7} "
+                    f"[{r['min']:.3f} {r['median']:.3f} {r['max']:.3f}] {g['wall_s']:>6.1f}s {flags}")
+    print(f"{'grade':<28} {'status':<8} {'reward':>8} {'speedup':>7} [min median max] {'wall':>7} flags")
+    print("\n".join(rows))
+    for path in paths:
+        g = json.loads(Path(path).read_text())
+        timed = [s for s in g["sizes"] if s["t_submission_ms"] is not None]
+        if not timed or Path(path).stem.startswith("cheat_"):
+            continue
+        print(f"-- {Path(path).stem}")
+        for s in timed:
+            print(f"   {s['id'][:24]:<24} r{s['rerun']} sub {s['t_submission_ms']:.4f} ms exp {s['t_expert_ms']:.4f} ms "
+                  f"x{s['speedup']:.3f} {s['throughput'] or 0:.0f} {s['throughput_unit']} err {s['error']:.2e}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
