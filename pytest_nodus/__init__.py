@@ -13,6 +13,7 @@ business. Module map (one concept each):
 - ``grading``       the per-size procedure; ``reward`` the verdict and the reward
 - ``fuzz``          Hypothesis sizes; ``report`` terminal table and JSON; ``plugin`` hooks
 - ``devices``       device choice, peaks, one GPU per xdist worker
+- ``triton_interpreter``  fixes that make the CPU path compute what the GPU computes
 - ``workspace``     the directory an agent is given
 """
 

@@ -165,6 +165,9 @@ class Environment:
     # device kind ("cuda" or "cpu") -> path of the expert kernel file (same contract).
     expert: Mapping[str, Path]
     # Regexes over op and kernel names a submission may not run (the expert's own, ...).
+    # When non-empty, every call of both sandboxes runs under the kernel audit (the torch
+    # profiler, on all streams). The audit costs host time on every launch, so an
+    # environment that forbids nothing is timed without it.
     forbidden: tuple[str, ...] = ()
     # A call slower than this is a hang: the sandbox is killed and the grade times out.
     call_timeout_s: float = 30.0

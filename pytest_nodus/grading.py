@@ -138,7 +138,8 @@ class Grader:
         if sandbox is not None:
             sandbox.close()
         path = self.submission if role == "submission" else env.expert[self.device.kind]
-        sandbox = Sandbox(path, role, self.device.torch_name, env.contract.entry_point, audit=self.audit,
+        sandbox = Sandbox(path, role, self.device.torch_name, env.contract.entry_point,
+                          audit=self.audit and bool(env.forbidden),
                           cache_dir=self.expert_cache if role == "expert" else None)
         try:
             sandbox.start(capacity)

@@ -295,9 +295,9 @@ def main(argv=None) -> int:
     except ImportError:
         pass
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from pytest_nodus import interpreter_bf16
+        from pytest_nodus import triton_interpreter
 
-        interpreter_bf16.install()
+        triton_interpreter.install()
     tripwire = None
     if args.role == "submission":
         isolation, readable = _confine(args.scratch, device)

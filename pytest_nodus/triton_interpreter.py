@@ -1,4 +1,14 @@
-"""Make bf16 arithmetic right in the Triton interpreter (the CPU path).
+"""Make the Triton interpreter (the CPU path) run what the GPU runs, with the GPU's numbers.
+
+Two upstream gaps are closed here, in the sandbox only, before the submission is imported:
+
+1. bf16 arithmetic (below).
+2. ``@triton.autotune``: the autotuner benchmarks configs through the active GPU driver, and
+   there is none ("0 active drivers"), so an autotuned kernel cannot run at all. On the CPU
+   every config is given the same time without being run (timings there are not policed),
+   so the first config is taken.
+
+bf16 arithmetic:
 
 The interpreter (``TRITON_INTERPRET=1``) stores bfloat16 as raw uint16 bit patterns and
 hands them to numpy as they are, so ``a + b``, ``tl.dot(a, b)``, comparisons and min/max
@@ -34,6 +44,23 @@ def f32_to_bf16_bits(values: np.ndarray) -> np.ndarray:
 
 def install() -> bool:
     """Patch the interpreter in this process. Returns False if its layout is unknown."""
+    _install_autotuner_fix()
+    return _install_bf16_fix()
+
+
+def _install_autotuner_fix() -> None:
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return
+
+    def do_bench(self):
+        return self._do_bench or (lambda kernel_call, quantiles: [0.0] * len(quantiles))
+
+    Autotuner.do_bench = property(do_bench)
+
+
+def _install_bf16_fix() -> bool:
     try:
         import triton.language as tl
         from triton.runtime import interpreter as interp
