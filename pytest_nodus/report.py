@@ -18,7 +18,7 @@ SCHEMA_VERSION = "1.0"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
 
 _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms",
-                "t_submission_iqr_ms", "t_expert_iqr_ms", "speedup", "throughput", "throughput_unit",
+                "t_submission_iqr_ms", "t_expert_iqr_ms", "t_submission_wall_ms", "speedup", "throughput", "throughput_unit",
                 "expert_error", "calls", "kernels")
 
 

@@ -46,6 +46,9 @@ _event_sync = torch.cuda.Event.synchronize
 _Tensor = torch.Tensor
 
 MAX_AUDIT_NAMES = 64
+# ~1 ms at the H200's ~2 GHz boost clock: longer than a torch.compile call's host overhead.
+SPIN_CYCLES = 2_000_000
+_gpu_spin = torch.cuda._sleep
 
 
 def _storage_span(t: torch.Tensor) -> tuple[int, int]:
@@ -96,10 +99,12 @@ class Harness:
         self.census.start()
         if cuda:
             _cuda_synchronize()
-            # Flush L2, then start the clock without waiting: the flush keeps the GPU busy
-            # while the host launches the call, so launch latency is not timed as idle GPU
-            # (the same trick as triton.testing.do_bench).
+            # Flush L2, then keep the GPU busy for a moment before the clock starts, so the
+            # host can enqueue the call while the GPU waits: launch latency is then not
+            # timed as idle GPU (do_bench relies on its flush alone; the torch.compile expert's
+            # host overhead outlasts a flush, measured on the H200).
             self.flush_buffer.zero_()
+            _gpu_spin(SPIN_CYCLES)
             start, returned_at, done = self.events
             _event_record(start)
         t0 = _perf_counter_ns()

@@ -12,9 +12,12 @@ Three checks turn the claims into numbers the grader trusts:
   synchronise's own latency ``L``; a submission's excess over ``L`` is work on another
   stream (or launched late) and is flagged, and the counted time is
   ``max(t_stream, t_call - L)``: timed in full either way.
-- **Wall clock.** The grader measures each request's round trip itself. The expert's
-  round trips give the fixed overhead ``O`` of a call (IPC, flush, copy-out) at this size;
-  a submission whose claimed time is well under ``wall - O`` lied about its time.
+- **Wall clock (recorded, not enforced).** The grader measures each request's round trip
+  itself; ``wall - O`` (``O``: the expert's per-call overhead at this size) is stored as
+  ``t_submission_wall_ms``. As a flag it was unsound: on the H200 a 25% slack flagged 4 of
+  9 correct kernel styles (torch-op composites, joined streams, per-input CUDA graphs),
+  because the harness's own work around a call (allocator refills, copies) varies with the
+  submission's memory behaviour. Enforcing it needs that work moved out of the window.
 - **Physical floor.** Faster than moving the size's bytes or doing its FLOPs at the
   datasheet peak (with :data:`devices.FLOOR_FRACTION` slack) is impossible.
 """
@@ -24,10 +27,6 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-# A claimed time may fall short of the grader's wall-clock estimate by this much before it
-# is called a lie: IPC jitter on the host is tens of microseconds.
-WALL_SLACK_ABS_MS = 0.2
-WALL_SLACK_REL = 0.25
 # Work still running after return is flagged above the expert's sync latency plus this.
 PENDING_SLACK_ABS_MS = 0.05
 PENDING_SLACK_REL = 0.05
@@ -89,15 +88,12 @@ def pending_work_flag(calls: list[CallTimes], latency_ms: float) -> str | None:
     return None
 
 
-def wall_clock_flag(submission: list[CallTimes], expert: list[CallTimes]) -> str | None:
+def wall_implied_ms(submission: list[CallTimes], expert: list[CallTimes]) -> float | None:
+    """The submission's per-call time as the grader's own clock sees it (diagnostic)."""
     if not submission or not expert:
         return None
     overhead = statistics.median(c.wall_ms - c.t_call_ms for c in expert)
-    implied = statistics.median(c.wall_ms for c in submission) - overhead
-    claimed = statistics.median(c.t_call_ms for c in submission)
-    if claimed < implied - max(WALL_SLACK_ABS_MS, WALL_SLACK_REL * implied):
-        return f"claimed {claimed:.3f} ms per call but the grader's clock saw {implied:.3f} ms"
-    return None
+    return max(statistics.median(c.wall_ms for c in submission) - overhead, 0.0)
 
 
 def floor_flag(time_ms: float | None, floor_ms: float | None) -> str | None:

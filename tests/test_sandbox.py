@@ -1,0 +1,76 @@
+"""The sandbox's confinement and the CPU path's Triton fixes, checked directly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import REPO
+from pytest_nodus import landlock
+
+
+@pytest.mark.skipif(landlock.abi_version() == 0, reason="this kernel has no Landlock")
+def test_landlock_confines_reads_writes_network_and_signals(tmp_path):
+    probe = textwrap.dedent(f"""
+        import os, socket, sys, site
+        from pytest_nodus import landlock
+        readable = ["/usr", "/lib", "/lib64", "/etc", "/proc", sys.prefix, sys.base_prefix] + site.getsitepackages()
+        landlock.restrict(readable, [{str(tmp_path)!r}], ["/dev/null"])
+        def attempt(label, action):
+            try:
+                action(); print(label, "allowed")
+            except OSError:
+                print(label, "denied")
+        attempt("read-sealed", lambda: open({str(REPO / 'sealed_fixtures' / 'rmsnorm.json')!r}).read())
+        attempt("read-expert", lambda: open({str(REPO / 'expert' / 'rmsnorm' / 'solution.py')!r}).read())
+        attempt("write-outside", lambda: open("/tmp/nodus-escape-probe", "w"))
+        attempt("write-scratch", lambda: open(os.path.join({str(tmp_path)!r}, "ok"), "w"))
+        attempt("connect", lambda: socket.create_connection(("127.0.0.1", 9), timeout=1))
+        attempt("signal-parent", lambda: os.kill(os.getppid(), 0))
+    """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=120).stdout.split("\n")
+    verdicts = dict(line.split() for line in out if line)
+    assert verdicts["read-sealed"] == verdicts["read-expert"] == "denied"
+    assert verdicts["write-outside"] == "denied" and verdicts["write-scratch"] == "allowed"
+    if landlock.abi_version() >= 4:
+        assert verdicts["connect"] == "denied"
+    if landlock.abi_version() >= 6:
+        assert verdicts["signal-parent"] == "denied"
+
+
+def test_interpreter_bf16_arithmetic_matches_torch():
+    kernel = textwrap.dedent("""
+        import torch, triton, triton.language as tl
+        from pytest_nodus import triton_interpreter
+        triton_interpreter.install()
+
+        @triton.jit
+        def ops(x_ptr, y_ptr, out_ptr, cast_ptr, min_ptr, a_ptr, b_ptr, dot_ptr, N: tl.constexpr):
+            i = tl.arange(0, N)
+            x = tl.load(x_ptr + i); y = tl.load(y_ptr + i)
+            tl.store(out_ptr + i, x * y + x)
+            tl.store(cast_ptr + i, (x.to(tl.float32) * 3.0).to(tl.bfloat16))
+            tl.store(min_ptr + i, tl.where(x < y, x, y))
+            r = tl.arange(0, 16)
+            a = tl.load(a_ptr + r[:, None] * 16 + r[None, :]); b = tl.load(b_ptr + r[:, None] * 16 + r[None, :])
+            tl.store(dot_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b))
+
+        g = torch.Generator().manual_seed(0)
+        x, y = (torch.randn(64, generator=g).bfloat16() for _ in range(2))
+        a, b = (torch.randn(16, 16, generator=g).bfloat16() for _ in range(2))
+        out, cast, low = (torch.empty_like(x) for _ in range(3)); dot = torch.empty(16, 16)
+        ops[(1,)](x, y, out, cast, low, a, b, dot, 64)
+        assert torch.equal(out, x * y + x), "elementwise bf16"
+        assert torch.equal(cast, (x.float() * 3).bfloat16()), "fp32 -> bf16 rounds to nearest even"
+        assert torch.equal(low, torch.minimum(x, y)), "bf16 comparisons"
+        assert torch.allclose(dot, a.float() @ b.float(), rtol=1e-5, atol=1e-5), "bf16 tl.dot"
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", kernel], capture_output=True, text=True, cwd=REPO,
+                            env={"PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"},
+                            timeout=300)
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
