@@ -35,9 +35,9 @@ class Grade:
 def grade(pytester):
     """grade(submission, env="rmsnorm", xdist=0, sealed=False, *extra) -> Grade."""
 
-    def run(submission, *extra, env="rmsnorm", xdist=0, sealed=False, device="cpu"):
+    def run(submission, *extra, env="rmsnorm", xdist=0, sealed=False, device="cpu", suite=None):
         json_path = pytester.path / "grade.json"
-        args = [str(REPO / "env_suites" / env), f"--rootdir={REPO}", "-p", "no:cacheprovider",
+        args = [str(suite or REPO / "env_suites" / env), f"--rootdir={REPO}", "-p", "no:cacheprovider",
                 f"--nodus-submission={submission}", f"--nodus-json={json_path}", f"--nodus-device={device}", *extra]
         if sealed:
             args.append(f"--nodus-sealed={REPO / 'sealed_fixtures'}")

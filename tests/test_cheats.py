@@ -49,3 +49,19 @@ def test_rmsnorm_cheat_scores_the_floor(grade, xdist, cheat):
     assert result.document["status"] == status, result.document["flags"]
     assert result.codes & codes, result.document["flags"]
     assert result.outcome.ret != 0
+
+
+def test_forbidden_op_is_found_at_run_time_however_reached(grade, xdist):
+    suite = CHEATS.parent / "envs" / "rmsnorm_audit" / "suite_rmsnorm_audit.py"
+    result = grade(CHEATS / "rmsnorm_audit" / "torch_rms_norm_fallback.py", suite=suite, xdist=xdist)
+    assert result.document["reward"] == FLOOR
+    assert result.document["status"] == "flagged"
+    assert "forbidden_op" in result.codes, result.document["flags"]
+    assert result.document["env"]["name"] == "rmsnorm_audit"
+
+
+def test_audit_passes_a_correct_kernel(grade):
+    suite = CHEATS.parent / "envs" / "rmsnorm_audit" / "suite_rmsnorm_audit.py"
+    result = grade(CHEATS.parent / "correct" / "rmsnorm" / "torch_ops.py", suite=suite)
+    assert result.document["status"] == "correct", result.document["flags"]
+    assert any(s["kernels"] is None for s in result.document["sizes"])  # CPU: ops only, no device kernels

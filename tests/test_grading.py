@@ -72,3 +72,19 @@ def test_wrong_kernel_is_shrunk_to_a_small_failing_size(grade):
 def test_correct_kernel_styles_pass(grade, kernel):
     result = grade(CORRECT / "rmsnorm" / f"{kernel}.py", sealed=True)
     assert result.document["status"] == "correct", result.document["flags"]
+
+
+def test_a_worker_that_dies_counts_as_a_failed_size(grade, pytester):
+    # A plugin that kills the xdist worker running public-1: that size must fail the grade.
+    pytester.makepyfile(worker_killer="""
+        import os
+
+        def pytest_runtest_call(item):
+            if "public-1" in item.nodeid and os.environ.get("PYTEST_XDIST_WORKER"):
+                os._exit(1)
+    """)
+    pytester.syspathinsert()
+    result = grade(SOLUTION, "-p", "worker_killer", xdist=2)
+    assert result.document["status"] == "error" and result.document["reward"] == -24
+    died = [f for f in result.document["flags"] if f["code"] == "no_result"]
+    assert [f["size"] for f in died] == ["public-1:M33xN1000"], result.document["flags"]
