@@ -111,7 +111,7 @@ class Grader:
         # further size would cost another full time limit for the same verdict.
         self._hung: SandboxFailure | None = None
         self._sandboxes: dict[tuple[str, str], Sandbox] = {}
-        self._placers: dict[int, inputs.ArenaPlacer] = {}
+        self._placers: dict[tuple[str, str], inputs.ArenaPlacer] = {}  # one per sandbox, over its arena
         self.planned_dims: dict[str, list] = {}  # env name -> dims of every timed size
         self._load_failures: dict[tuple[str, str], SandboxFailure] = {}
 
@@ -150,6 +150,7 @@ class Grader:
                 self._load_failures[key] = failure
             raise
         self._sandboxes[key] = sandbox
+        self._placers[key] = inputs.ArenaPlacer(sandbox.arena)
         return sandbox
 
     def _timeout(self, env: Environment) -> float:
@@ -158,18 +159,12 @@ class Grader:
         return env.call_timeout_s if self.device.kind == "cuda" else env.cpu_call_timeout_s
 
     # -- one call -----------------------------------------------------------------------
-    def _placer(self, sandbox: Sandbox) -> inputs.ArenaPlacer:
-        placer = self._placers.get(id(sandbox.arena))
-        if placer is None or placer.arena is not sandbox.arena:
-            placer = self._placers[id(sandbox.arena)] = inputs.ArenaPlacer(sandbox.arena)
-        return placer
-
     def _call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
               timed: bool):
         """One verified call. Returns (CallTimes, references) or raises SandboxFailure."""
         timeout = self._timeout(env)
         outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
-        slot = self._placer(sandbox).place(fresh, outputs)
+        slot = self._placers[(role, env.name)].place(fresh, outputs)
         scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
         order = [spec.name for spec in env.contract.inputs]
         reply, wall_ms = sandbox.request({"op": "call", "layout": slot.layout, "scalars": scalars, "order": order},
@@ -264,8 +259,14 @@ class Grader:
                     roles = ("expert", "submission") if round_number % 2 == 0 else ("submission", "expert")
                     for role in roles:
                         timed = round_number >= self.plan.warmup
-                        call, references = self._call(env, sandboxes[role], size.dims, fresh, references, result,
-                                                      role, timed)
+                        try:
+                            call, references = self._call(env, sandboxes[role], size.dims, fresh, references,
+                                                          result, role, timed)
+                        except SandboxFailure as failure:
+                            if role == "expert" and failure.code != "expert_failed":
+                                # The grader's own side broke: never the submission's verdict.
+                                raise SandboxFailure("error", "expert_failed", f"the expert: {failure}") from None
+                            raise
                         result.calls += role == "submission"
                         if timed:
                             times[role].append(call)

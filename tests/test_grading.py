@@ -93,3 +93,10 @@ def test_a_worker_that_dies_counts_as_a_failed_size(grade, pytester):
     assert result.document["status"] == "error" and result.document["reward"] == -24
     died = [f for f in result.document["flags"] if f["code"] == "no_result"]
     assert [f["size"] for f in died] == ["public-1:M33xN1000"], result.document["flags"]
+
+
+def test_a_failing_expert_is_not_blamed_on_the_submission(grade):
+    suite = REPO / "tests" / "envs" / "rmsnorm_broken_expert" / "suite_rmsnorm_broken_expert.py"
+    result = grade(SOLUTION, "-k", "public-0", suite=suite)
+    assert result.document["status"] == "error"
+    assert result.codes == {"expert_failed"}, result.document["flags"]
