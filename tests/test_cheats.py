@@ -31,6 +31,9 @@ RMSNORM = {
     "read_sealed": ("flagged", {"sandbox_escape"}),
     "import_expert": ("flagged", {"sandbox_escape"}),
     "background_thread": ("flagged", {"background_thread", "output_changed_after_return"}),
+    "forge_report": ("flagged", {"sandbox_escape"}),
+    "lazy_proxy": ("wrong", {"wrong_output"}),
+    "batch_and_skip": ("wrong", {"wrong_values"}),
 }
 GPU_ONLY = {"side_stream"}
 
@@ -49,6 +52,7 @@ def test_rmsnorm_cheat_scores_the_floor(grade, xdist, cheat):
     assert result.document["status"] == status, result.document["flags"]
     assert result.codes & codes, result.document["flags"]
     assert result.outcome.ret != 0
+    assert "reward 9.0000" not in result.text  # nothing the sandbox prints reaches the report
 
 
 def test_forbidden_op_is_found_at_run_time_however_reached(grade, xdist):
