@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 class Tolerance(Protocol):
     limit: float
 
-    def error(self, output: torch.Tensor, reference: torch.Tensor) -> float:
-        """A non-negative error; the output passes if error <= limit. NaN/inf give inf."""
+    def error(self, output: torch.Tensor, reference: torch.Tensor, references: dict) -> float:
+        """A non-negative error; the output passes if error <= limit. NaN/inf give inf.
+        ``references`` holds every reference output by name (for scales across outputs)."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class ElementwiseRelative:
     limit: float
     floor_fraction: float = 1e-2
 
-    def error(self, output: torch.Tensor, reference: torch.Tensor) -> float:
+    def error(self, output: torch.Tensor, reference: torch.Tensor, references: dict) -> float:
         import torch
 
         out = output.double()
@@ -52,11 +53,20 @@ class ElementwiseRelative:
 
 @dataclass(frozen=True)
 class Normwise:
-    """||out - ref||_F / ||ref||_F: for outputs that sum many rounded terms (gradients)."""
+    """||out - ref||_F / max(||ref||_F, floor): for outputs that sum many rounded terms.
+
+    An output that is exactly zero in exact arithmetic (a gradient whose terms cancel, e.g.
+    dQ when every query sees only itself) comes out of any real computation as rounding
+    noise, and noise relative to zero is unbounded. ``floor_from`` names another output that
+    cannot cancel, of comparable magnitude; the denominator is never below
+    ``floor_fraction`` of its norm.
+    """
 
     limit: float
+    floor_from: str | None = None
+    floor_fraction: float = 1e-2
 
-    def error(self, output: torch.Tensor, reference: torch.Tensor) -> float:
+    def error(self, output: torch.Tensor, reference: torch.Tensor, references: dict) -> float:
         import torch
 
         out = output.double()
@@ -64,6 +74,8 @@ class Normwise:
         if not torch.isfinite(out).all():
             return math.inf
         denom = ref.norm().item()
+        if self.floor_from is not None:
+            denom = max(denom, self.floor_fraction * references[self.floor_from].double().norm().item())
         diff = (out - ref).norm().item()
         if denom == 0.0:
             return 0.0 if diff == 0.0 else math.inf
@@ -83,9 +95,10 @@ class OutputCheck:
 
 def check_outputs(receipts, references, contract, tolerance) -> list[OutputCheck]:
     checks = []
+    by_name = {spec.name: ref for spec, ref in zip(contract.outputs, references)}
     for spec, got, ref in zip(contract.outputs, receipts, references):
         tol = tolerance[spec.name]
-        checks.append(OutputCheck(spec.name, tol.error(got, ref), tol.limit))
+        checks.append(OutputCheck(spec.name, tol.error(got, ref, by_name), tol.limit))
     return checks
 
 

@@ -30,14 +30,16 @@ Dims = Mapping[str, int]
 @dataclass(frozen=True)
 class TensorSpec:
     """One tensor of the contract. ``shape`` entries are ints, dim names or expressions
-    of dims (``"B + 1"``), so the grader knows every tensor's size before making it."""
+    of dims (``"B + 1"``, ``"min(B, T) + 1"``), so the grader knows every tensor's size
+    before making it."""
 
     name: str
     dtype: str  # torch dtype name, e.g. "bfloat16"
     shape: tuple[str | int, ...]
 
     def concrete_shape(self, dims: Dims) -> tuple[int, ...]:
-        return tuple(d if isinstance(d, int) else int(eval(d, {"__builtins__": {}}, dict(dims))) for d in self.shape)
+        names = {"__builtins__": {}, "min": min, "max": max, **dims}
+        return tuple(d if isinstance(d, int) else int(eval(d, names)) for d in self.shape)
 
     def nbytes(self, dims: Dims) -> int:
         numel = 1
