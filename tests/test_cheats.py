@@ -37,10 +37,21 @@ RMSNORM = {
 }
 GPU_ONLY = {"side_stream"}
 
+ATTENTION = {
+    "ignores_window": ("wrong", {"wrong_values"}),
+    "ignores_documents": ("wrong", {"wrong_values"}),
+    "ignores_gqa_grouping": ("wrong", {"wrong_values"}),
+    "fp8_internally": ("wrong", {"wrong_values"}),
+    "skips_last_document": ("wrong", {"wrong_values"}),
+    "correct_only_at_d128": ("wrong", {"wrong_values"}),  # the CPU sizes have no 128-wide heads
+    "sdpa_dense_case": ("flagged", {"forbidden_op"}),
+}
+
 
 def test_corpus_is_complete():
     on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
     assert on_disk == set(RMSNORM) | GPU_ONLY
+    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION)
 
 
 @pytest.mark.parametrize("cheat", sorted(RMSNORM))
@@ -53,6 +64,16 @@ def test_rmsnorm_cheat_scores_the_floor(grade, xdist, cheat):
     assert result.codes & codes, result.document["flags"]
     assert result.outcome.ret != 0
     assert "reward 9.0000" not in result.text  # nothing the sandbox prints reaches the report
+
+
+@pytest.mark.parametrize("cheat", sorted(ATTENTION))
+def test_attention_cheat_scores_the_floor(grade, xdist, cheat):
+    status, codes = ATTENTION[cheat]
+    result = grade(CHEATS / "attention_backward" / f"{cheat}.py", env="attention_backward", xdist=xdist, sealed=True)
+    assert result.document is not None, result.text
+    assert result.document["reward"] == FLOOR
+    assert result.document["status"] == status, result.document["flags"]
+    assert result.codes & codes, result.document["flags"]
 
 
 def test_forbidden_op_is_found_at_run_time_however_reached(grade, xdist):
