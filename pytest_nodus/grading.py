@@ -138,7 +138,9 @@ class Grader:
             return sandbox
         if sandbox is not None:
             sandbox.close()
-        path = self.submission if role == "submission" else env.expert[self.device.kind]
+        path = self.submission if role == "submission" else env.expert.get(self.device.kind)
+        if path is None:
+            raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no expert for {self.device.kind}")
         sandbox = Sandbox(path, role, self.device.torch_name, env.contract.entry_point,
                           audit=self.audit and bool(env.forbidden),
                           cache_dir=self.expert_cache if role == "expert" else None)

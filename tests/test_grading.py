@@ -112,3 +112,15 @@ def test_a_failing_expert_is_not_blamed_on_the_submission(grade):
 def test_attention_correct_kernels_pass(grade, submission):
     result = grade(submission, "--nodus-reruns=2", env="attention_backward", sealed=True)
     assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]
+
+
+def test_an_environment_without_an_expert_for_the_device_says_so():
+    from env_suites.attention_backward.environment import ENVIRONMENT
+    from pytest_nodus import devices
+    from pytest_nodus.grading import Grader
+    from pytest_nodus.isolation import SandboxFailure
+
+    grader = Grader(SOLUTION, devices.Device("cuda", 0, "no GPU needed: fails before any launch", None), grade_seed=1)
+    with pytest.raises(SandboxFailure) as failure:
+        grader._sandbox(ENVIRONMENT, "expert", ENVIRONMENT.public_sizes[0])
+    assert failure.value.code == "expert_failed" and "no expert for cuda" in failure.value.detail
