@@ -42,11 +42,9 @@ class TensorSpec:
         return tuple(d if isinstance(d, int) else int(eval(d, names)) for d in self.shape)
 
     def nbytes(self, dims: Dims) -> int:
-        numel = 1
-        for extent in self.concrete_shape(dims):
-            numel *= extent
-        return numel * {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "int16": 2, "bfloat16": 2,
-                        "float16": 2, "uint8": 1, "int8": 1, "bool": 1}.get(self.dtype, 8)
+        from pytest_nodus.transport import tensor_nbytes
+
+        return tensor_nbytes(self.concrete_shape(dims), self.dtype)
 
     @property
     def torch_dtype(self) -> "torch.dtype":

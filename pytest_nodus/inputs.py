@@ -65,8 +65,8 @@ class ArenaPlacer:
 
     def place(self, fresh: dict[str, Any], outputs: list[tuple[tuple[int, ...], str]]) -> Placement:
         tensors = {k: v for k, v in fresh.items() if isinstance(v, torch.Tensor)}
-        need = sum(transport.aligned(t.numel() * t.element_size()) for t in tensors.values())
-        need += sum(transport.aligned(_itemsize(d) * _numel(s)) for s, d in outputs)
+        need = sum(transport.aligned(transport.tensor_nbytes(t.shape, t.dtype)) for t in tensors.values())
+        need += sum(transport.aligned(transport.tensor_nbytes(s, d)) for s, d in outputs)
         half = (self.capacity // 2) // transport.ALIGN * transport.ALIGN
         if need > half:
             raise ArenaTooSmall(need)
@@ -78,25 +78,15 @@ class ArenaPlacer:
             views[name] = transport.arena_view(self.arena, offset, tuple(value.shape), dtype)
             views[name].copy_(value)
             layout_inputs[name] = [offset, list(value.shape), dtype]
-            offset += transport.aligned(value.numel() * value.element_size())
+            offset += transport.aligned(transport.tensor_nbytes(value.shape, value.dtype))
         receipts, layout_receipts = [], []
         for shape, dtype in outputs:
             receipt = transport.arena_view(self.arena, offset, shape, dtype)
             poison_(receipt)
             receipts.append(receipt)
             layout_receipts.append([offset, list(shape), dtype])
-            offset += transport.aligned(receipt.numel() * receipt.element_size())
+            offset += transport.aligned(transport.tensor_nbytes(shape, dtype))
         if self.arena.device.type == "cuda":
             torch.cuda.synchronize(self.arena.device)  # the sandbox reads from another context
         return Placement(views, receipts, {"inputs": layout_inputs, "receipts": layout_receipts})
 
-
-def _itemsize(dtype: str) -> int:
-    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
-
-
-def _numel(shape) -> int:
-    numel = 1
-    for extent in shape:
-        numel *= extent
-    return numel

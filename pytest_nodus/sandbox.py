@@ -36,6 +36,7 @@ import traceback
 import torch
 
 from pytest_nodus import guard, landlock, transport
+from pytest_nodus.correctness import same_bits
 
 _perf_counter_ns = time.perf_counter_ns  # captured before any submission code runs
 _cuda_synchronize = torch.cuda.synchronize
@@ -189,7 +190,7 @@ class Harness:
         self.returned = None
         if self.device.type == "cuda":
             _cuda_synchronize()
-        changed = [i for i, (out, receipt) in enumerate(zip(outputs, receipts)) if not _same_bits(out, receipt)]
+        changed = [i for i, (out, receipt) in enumerate(zip(outputs, receipts)) if not same_bits(out, receipt)]
         if changed:
             return [{"code": "output_changed_after_return", "detail": f"output(s) {changed} changed after the call returned"}]
         return []
@@ -224,13 +225,6 @@ class Harness:
         ranked = sorted(kernels.items(), key=lambda kv: -kv[1])[:MAX_AUDIT_NAMES]
         return {"ops": sorted(ops)[:4 * MAX_AUDIT_NAMES],
                 "kernels": [{"name": n, "stream": s, "us": round(us, 3)} for (n, s), us in ranked]}
-
-
-def _same_bits(a, b) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
-    return bool(torch.equal(a.contiguous().view(width), b.contiguous().view(width)))
 
 
 def _submission_frame(exc: BaseException) -> str:

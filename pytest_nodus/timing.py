@@ -49,12 +49,6 @@ class Measurement:
         q = statistics.quantiles(self.times_ms, n=4)
         return q[2] - q[0]
 
-    @property
-    def relative_spread(self) -> float | None:
-        if self.iqr is None or not self.median:
-            return None
-        return self.iqr / self.median
-
 
 @dataclass
 class CallTimes:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import pickle
 from dataclasses import dataclass
@@ -47,12 +48,7 @@ class SharedCPUTensor:
 
 def share_cpu_tensor(directory: Path, name: str, shape, dtype):
     """Allocate a zeroed shared CPU tensor in ``directory``; returns (tensor, description)."""
-    import torch
-
-    numel = 1
-    for d in shape:
-        numel *= d
-    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    nbytes = tensor_nbytes(shape, dtype)
     path = str(Path(directory) / name)
     if os.path.exists(path):
         os.remove(path)
@@ -70,15 +66,19 @@ def create_arena(device, capacity: int, scratch: Path):
     return arena, describe_cuda_tensor(arena)
 
 
+def tensor_nbytes(shape, dtype) -> int:
+    """Bytes of a dense tensor; ``dtype`` is a torch dtype or its name ("bfloat16")."""
+    import torch
+
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    return math.prod(shape) * dtype.itemsize
+
+
 def arena_view(arena, offset: int, shape, dtype):
     import torch
 
     dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-    numel = 1
-    for extent in shape:
-        numel *= extent
-    nbytes = numel * torch.empty((), dtype=dtype).element_size()
-    return arena[offset: offset + nbytes].view(dtype).view(tuple(shape))
+    return arena[offset: offset + tensor_nbytes(shape, dtype)].view(dtype).view(tuple(shape))
 
 
 def aligned(nbytes: int) -> int:
