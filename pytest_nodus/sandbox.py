@@ -102,8 +102,9 @@ class Harness:
             _cuda_synchronize()
             # Flush L2, then keep the GPU busy for a moment before the clock starts, so the
             # host can enqueue the call while the GPU waits: launch latency is then not
-            # timed as idle GPU (do_bench relies on its flush alone; the torch.compile expert's
-            # host overhead outlasts a flush, measured on the H200).
+            # timed as idle GPU. do_bench relies on its flush alone; on the H200, with the flush
+            # alone, the torch.compile expert timed ~3x its known time (docs/h200/NOTES.md),
+            # host overhead being the suspected cause. Not yet measured with the spin.
             self.flush_buffer.zero_()
             _gpu_spin(SPIN_CYCLES)
             start, returned_at, done = self.events
