@@ -169,6 +169,13 @@ class Environment:
     # profiler, on all streams). The audit costs host time on every launch, so an
     # environment that forbids nothing is timed without it.
     forbidden: tuple[str, ...] = ()
+    # device kind -> {name: kernel file}: other production kernels timed beside the expert
+    # for context (--nodus-baselines); never part of the reward. A baseline file may define
+    # ``prepare(*args)`` returning the arguments of its ``kernel``: run before the clock
+    # starts (e.g. a forward pass whose backward is the thing timed).
+    baselines: Mapping[str, Mapping[str, Path]] = field(default_factory=dict)
+    # device kind -> (warm-up rounds, timed rounds) where the grader's default plan does not suit.
+    timing_rounds: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     # A call slower than this is a hang: the sandbox is killed and the grade times out.
     call_timeout_s: float = 30.0
     cpu_call_timeout_s: float = 120.0

@@ -57,6 +57,10 @@ class SizeResult:
     throughput: float | None = None
     throughput_unit: str | None = None
     expert_error: float | None = None
+    # Context only (--nodus-baselines): other production kernels timed in the same rounds.
+    t_baselines_ms: dict | None = None
+    baseline_errors: dict | None = None
+    baseline_notes: dict | None = None
     calls: int = 0
     env: dict | None = None
     isolation: str | None = None
@@ -98,13 +102,14 @@ class Grader:
     """Per-process (per xdist worker) owner of the sandboxes and the grade seed."""
 
     def __init__(self, submission: Path, device: devices.Device, grade_seed: int, audit: bool = True,
-                 expert_cache: Path | None = None):
+                 expert_cache: Path | None = None, baselines: bool = False):
         self.submission = Path(submission)
         self.device = device
         self.torch_device = torch.device(device.torch_name)
         self.grade_seed = grade_seed
         self.audit = audit
         self.expert_cache = expert_cache
+        self.baselines = baselines
         self.plan = PLANS[device.kind]
         self.call_timeout_override: float | None = None
         # A submission that hung once is not given the device again in this grade: every
@@ -129,6 +134,7 @@ class Grader:
         return 2 * (largest + (tensors + 1) * transport.ALIGN)
 
     def _sandbox(self, env: Environment, role: str, dims) -> Sandbox:
+        """``role`` is "submission", "expert" or "baseline:<name>"."""
         key = (role, env.name)
         if key in self._load_failures:
             raise self._load_failures[key]  # a file that did not load will not load next time
@@ -138,12 +144,18 @@ class Grader:
             return sandbox
         if sandbox is not None:
             sandbox.close()
-        path = self.submission if role == "submission" else env.expert.get(self.device.kind)
+        if role == "submission":
+            path = self.submission
+        elif role == "expert":
+            path = env.expert.get(self.device.kind)
+        else:
+            path = env.baselines.get(self.device.kind, {}).get(role.split(":", 1)[1])
         if path is None:
-            raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no expert for {self.device.kind}")
-        sandbox = Sandbox(path, role, self.device.torch_name, env.contract.entry_point,
-                          audit=self.audit and bool(env.forbidden),
-                          cache_dir=self.expert_cache if role == "expert" else None)
+            raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no {role} for {self.device.kind}")
+        process_role = role.split(":", 1)[0]
+        sandbox = Sandbox(path, process_role, self.device.torch_name, env.contract.entry_point,
+                          audit=self.audit and bool(env.forbidden) and process_role != "baseline",
+                          cache_dir=self.expert_cache if process_role != "submission" else None)
         try:
             sandbox.start(capacity)
         except SandboxFailure as failure:
@@ -191,6 +203,8 @@ class Grader:
             references = env.reference(fresh)
         for name, value in fresh.items():
             if isinstance(value, torch.Tensor) and not same_bits(slot.inputs[name], value):
+                if role.startswith("baseline:"):
+                    raise SandboxFailure("error", "baseline_failed", f"changed input '{name}'")
                 if submission:
                     result.flag("input_mutated", f"input '{name}' was changed by the call")
                 else:
@@ -203,6 +217,10 @@ class Grader:
                     if not check.passed:
                         code = "non_finite_output" if not math.isfinite(check.error) else "wrong_values"
                         result.flag(code, f"output '{check.name}': error {check.error:.3g} > tolerance {check.limit:.3g}")
+                elif role.startswith("baseline:"):
+                    name = role.split(":", 1)[1]
+                    result.baseline_errors = result.baseline_errors or {}
+                    result.baseline_errors[name] = max(result.baseline_errors.get(name, 0.0), check.error / check.limit)
                 else:
                     result.expert_error = max(result.expert_error or 0.0, check.error)
                     if not check.passed:
@@ -252,15 +270,18 @@ class Grader:
         result.isolation = submission.isolation
         sandboxes = {"expert": expert, "submission": submission}
         times: dict[str, list[timing.CallTimes]] = {"expert": [], "submission": []}
+        baselines = self._baseline_sandboxes(env, size, result) if size.kind in ("public", "hidden") else {}
+        times.update({role: [] for role in baselines})
+        plan = TimingPlan(*env.timing_rounds[self.device.kind]) if self.device.kind in env.timing_rounds else self.plan
         with devices.exclusive(self.device):
             try:
-                for round_number in range(self.plan.warmup + self.plan.timed):
+                for round_number in range(plan.warmup + plan.timed):
                     seed = inputs.call_seed(self.grade_seed, label, round_number)
                     fresh = inputs.make_inputs(env, size.dims, seed, self.torch_device)
                     references = None
                     roles = ("expert", "submission") if round_number % 2 == 0 else ("submission", "expert")
                     for role in roles:
-                        timed = round_number >= self.plan.warmup
+                        timed = round_number >= plan.warmup
                         try:
                             call, references = self._call(env, sandboxes[role], size.dims, fresh, references,
                                                           result, role, timed)
@@ -271,6 +292,16 @@ class Grader:
                             raise
                         result.calls += role == "submission"
                         if timed:
+                            times[role].append(call)
+                    for role in list(baselines):
+                        try:
+                            call, references = self._call(env, baselines[role], size.dims, fresh, references, result,
+                                                          role, timed=False)
+                        except SandboxFailure as failure:  # context only: drop it, keep grading
+                            result.baseline_notes = {**(result.baseline_notes or {}), role[9:]: str(failure)[:200]}
+                            del baselines[role], times[role]
+                            continue
+                        if round_number >= plan.warmup:
                             times[role].append(call)
                 for role in ("expert", "submission"):
                     reply, _ = sandboxes[role].request({"op": "finish"}, self._timeout(env))
@@ -284,12 +315,26 @@ class Grader:
         self._summarise_times(env, size, times, result)
         return result
 
+    def _baseline_sandboxes(self, env: Environment, size: Size, result: SizeResult) -> dict[str, Sandbox]:
+        if not self.baselines:
+            return {}
+        started = {}
+        for name in env.baselines.get(self.device.kind, {}):
+            try:
+                started[f"baseline:{name}"] = self._sandbox(env, f"baseline:{name}", size.dims)
+            except SandboxFailure as failure:
+                result.baseline_notes = {**(result.baseline_notes or {}), name: f"did not start: {failure}"[:200]}
+        return started
+
     def _summarise_times(self, env, size, times, result: SizeResult) -> None:
         latency = timing.sync_latency(times["expert"])
         expert_time = timing.counted(times["expert"], latency)
         submission_time = timing.counted(times["submission"], latency)
         result.t_expert_ms, result.t_expert_iqr_ms = expert_time.median, expert_time.iqr
         result.t_submission_ms, result.t_submission_iqr_ms = submission_time.median, submission_time.iqr
+        baseline_times = {role[9:]: timing.counted(calls, latency).median for role, calls in times.items()
+                          if role.startswith("baseline:") and calls}
+        result.t_baselines_ms = baseline_times or None
         if result.t_submission_ms and result.t_expert_ms:
             result.speedup = result.t_expert_ms / result.t_submission_ms
             result.throughput = env.throughput(size.dims, result.t_submission_ms)

@@ -85,8 +85,11 @@ class Sandbox:
             "HOME": str(self.scratch), "TMPDIR": str(self.scratch), "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONPATH": str(_PROJECT_ROOT), "PYTHONUNBUFFERED": "1",
             "TRITON_CACHE_DIR": str(caches / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
-            "TORCHINDUCTOR_COMPILE_THREADS": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
         })
+        if self.role == "submission":
+            # Compile in-process: no worker pool outliving a call for the thread census to see.
+            env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""

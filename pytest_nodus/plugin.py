@@ -33,6 +33,8 @@ RERUNS_HELP = "Grade N times with fresh seeds and fuzzed sizes; correct only if 
 SEED_HELP = "Replay a local grade's seed (printed in the header). Not allowed with --nodus-sealed."
 DEVICE_HELP = "auto (default: cuda if available), cuda or cpu (Triton interpreter)."
 TIMEOUT_HELP = "Override the environment's per-call time limit, in seconds."
+BASELINES_HELP = ("Also time the environment's context baselines (e.g. FlexAttention) on timed sizes; "
+                  "shown in the report and JSON, never in the reward.")
 
 
 def pytest_addoption(parser):
@@ -44,6 +46,7 @@ def pytest_addoption(parser):
     group.addoption("--nodus-seed", metavar="SEED", help=SEED_HELP)
     group.addoption("--nodus-device", metavar="KIND", default="auto", help=DEVICE_HELP)
     group.addoption("--nodus-call-timeout", metavar="SECONDS", help=TIMEOUT_HELP)
+    group.addoption("--nodus-baselines", action="store_true", default=False, help=BASELINES_HELP)
 
 
 class Options:
@@ -57,6 +60,7 @@ class Options:
         self.reruns = _positive_int(get("nodus_reruns"), "--nodus-reruns")
         self.device_request = get("nodus_device")
         self.call_timeout = _positive_float(get("nodus_call_timeout"), "--nodus-call-timeout")
+        self.baselines = bool(get("nodus_baselines"))
         self.seed = None if get("nodus_seed") is None else _non_negative_int(get("nodus_seed"), "--nodus-seed")
         if self.submission is not None and not self.submission.is_file():
             raise pytest.UsageError(f"pytest-nodus: --nodus-submission {self.submission}: no such file")
@@ -160,7 +164,8 @@ class NodusSession:
             from pytest_nodus.grading import Grader
 
             cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pytest-nodus" / "expert"
-            self.grader = Grader(self.options.submission, self.device_choice(), self.grade_seed, expert_cache=cache)
+            self.grader = Grader(self.options.submission, self.device_choice(), self.grade_seed, expert_cache=cache,
+                                 baselines=self.options.baselines)
             self.grader.planned_dims = self.planned_dims
         return self.grader
 

@@ -14,12 +14,12 @@ from typing import Any
 
 from pytest_nodus import reward
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
 
 _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms",
                 "t_submission_iqr_ms", "t_expert_iqr_ms", "t_submission_wall_ms", "speedup", "throughput", "throughput_unit",
-                "expert_error", "calls", "kernels")
+                "expert_error", "t_baselines_ms", "baseline_errors", "baseline_notes", "calls", "kernels")
 
 
 def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[str, Any]:
@@ -91,6 +91,13 @@ def terminal_lines(document: dict) -> list[str]:
         error = f"{_fmt(s['error'], '.2e')}/{_fmt(s['tolerance'], '.1e')}"
         lines.append(f"{name[:26]:<26} {s['kind']:<6} {s['status']:<8} {error:>17} {_fmt(s['t_submission_ms'], '.4f'):>10} "
                      f"{_fmt(s['t_expert_ms'], '.4f'):>10} {_fmt(s['speedup'], '.3f'):>7}x {_fmt(s['throughput'], '.1f'):>9}")
+    for s in document["sizes"]:
+        if s.get("t_baselines_ms") or s.get("baseline_notes"):
+            name = s["id"] if reruns == 1 else f"{s['id']} r{s['rerun']}"
+            timed = [f"{k} {v:.4f} ms vs expert {_fmt(s.get('t_expert_ms'), '.4f')} ms"
+                     for k, v in (s.get("t_baselines_ms") or {}).items()]
+            failed = [f"{k}: {v}" for k, v in (s.get("baseline_notes") or {}).items()]
+            lines.append(f"baseline at {name[:26]} (context, not in the reward): {'; '.join(timed + failed)}")
     for f in document["flags"][:20]:
         lines.append(f"flag {f['code']} at {f['size']}: {f['detail']}")
     if len(document["flags"]) > 20:

@@ -63,10 +63,11 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 class Harness:
     def __init__(self, device: torch.device, role: str, kernel, arena: torch.Tensor, audit: bool,
-                 integrity: guard.Integrity, tripwire=None):
+                 integrity: guard.Integrity, tripwire=None, prepare=None):
         self.device = device
         self.role = role
         self.kernel = kernel
+        self.prepare = prepare
         self.arena = arena
         self.audit_enabled = audit
         self.census = guard.ThreadCensus()
@@ -96,6 +97,12 @@ class Harness:
         expected = [(tuple(r.shape), r.dtype) for r in receipts]
         args = [inputs[name] if name in inputs else message["scalars"][name] for name in message["order"]]
         cuda = self.device.type == "cuda"
+        if self.prepare is not None:
+            try:
+                args = self.prepare(*args)
+            except BaseException as exc:  # noqa: BLE001
+                return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:300], "where": "prepare"},
+                        "flags": flags}
         guard.poison_free_memory(expected, self.device)
         self.census.start()
         if cuda:
@@ -257,6 +264,7 @@ def _confine(scratch: str, device: torch.device) -> tuple[str, list[str]]:
 
 
 def _load_kernel(path: str, entry_point: str):
+    """The entry point and, if the file defines one, its untimed ``prepare``."""
     spec = importlib.util.spec_from_file_location("kernel_under_test", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["kernel_under_test"] = module
@@ -264,7 +272,8 @@ def _load_kernel(path: str, entry_point: str):
     kernel = getattr(module, entry_point, None)
     if not callable(kernel):
         raise AttributeError(f"the file defines no callable '{entry_point}'")
-    return kernel
+    prepare = getattr(module, "prepare", None)
+    return kernel, prepare if callable(prepare) else None
 
 
 def main(argv=None) -> int:
@@ -275,7 +284,7 @@ def main(argv=None) -> int:
     parser.add_argument("--entry-point", default="kernel")
     parser.add_argument("--device", required=True)
     parser.add_argument("--scratch", required=True)
-    parser.add_argument("--role", choices=("submission", "expert"), required=True)
+    parser.add_argument("--role", choices=("submission", "expert", "baseline"), required=True)
     parser.add_argument("--no-audit", action="store_true")
     args = parser.parse_args(argv)
     from multiprocessing.connection import Connection
@@ -311,7 +320,9 @@ def main(argv=None) -> int:
         isolation = "trusted"
     integrity = guard.Integrity(globals())  # before the submission runs a single line
     try:
-        kernel = _load_kernel(args.kernel, args.entry_point)
+        kernel, prepare = _load_kernel(args.kernel, args.entry_point)
+        if args.role == "submission":
+            prepare = None  # untimed set-up is for baselines; a submission's work is all timed
     except BaseException as exc:  # noqa: BLE001  a syntax error is a grade, not a crash
         where = ""
         if isinstance(exc, SyntaxError):
@@ -319,7 +330,8 @@ def main(argv=None) -> int:
         transport.send_reply(replies, {"ok": False, "isolation": isolation,
                                         "error": {"type": type(exc).__name__, "message": f"{str(exc)[:300]}{where}"}})
         return 0
-    harness = Harness(device, args.role, kernel, arena, audit=not args.no_audit, integrity=integrity, tripwire=tripwire)
+    harness = Harness(device, args.role, kernel, arena, audit=not args.no_audit, integrity=integrity, tripwire=tripwire,
+                      prepare=prepare)
     transport.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid()})
     handlers = {"call": harness.call, "finish": harness.finish}
     while True:

@@ -1,36 +1,57 @@
 #!/usr/bin/env bash
 # All GPU grades and benchmarks in one call (the H200, through the device tool); prints a
 # compact table last and leaves every JSON grade and log in $OUT/gpu-grades.tar.gz.
-#   bash tools/gpu_check.sh            # reruns, starting kernel, side stream, correct kernel styles
-#   bash tools/gpu_check.sh cheats     # ... and the whole cheat corpus
-#   bash tools/gpu_check.sh quick      # solution, expert-as-submission, side stream only
+#   bash tools/gpu_check.sh quick        # rmsnorm: solution and expert x3 reruns, starting kernel, side stream
+#   bash tools/gpu_check.sh rmsnorm      # ... and the 10 correct styles
+#   bash tools/gpu_check.sh cheats       # every cheat of both environments (two sizes each)
+#   bash tools/gpu_check.sh attention    # attention: solution x3 (with the FlexAttention baseline),
+#                                        # expert as submission, starting kernel
+#   bash tools/gpu_check.sh bench        # attention benchmark table only
+# Several modes run in order: bash tools/gpu_check.sh quick attention
+# Wheels in .whl/ (nvidia-cudnn-frontend for the attention expert) are installed first.
 set -u
 OUT=${OUT:-gpu-out}; WORK=$(mktemp -d); mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
-MODE=${1:-full}
-grade() {  # name submission [extra pytest args...]
-  local name=$1 sub=$2; shift 2
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl || exit 1
+fi
+grade() {  # env name submission [extra pytest args...]
+  local env=$1 name=$2 sub=$3; shift 3
   local t0=$(date +%s.%N)
-  python3 -m pytest env_suites/rmsnorm -q -p no:cacheprovider --nodus-submission="$sub" \
+  timeout ${GRADE_TIMEOUT:-900} python3 -m pytest env_suites/$env -q -p no:cacheprovider --nodus-submission="$sub" \
       --nodus-json="$WORK/$name.json" "$@" > "$WORK/$name.log" 2>&1
   echo "$name rc=$? wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
 }
 export -f grade; export WORK
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-grade solution expert/rmsnorm/solution.py --nodus-sealed=sealed_fixtures --nodus-reruns=3
-grade expert_as_submission expert/rmsnorm/expert_cuda.py --nodus-sealed=sealed_fixtures --nodus-reruns=3
-grade cheat_side_stream tests/cheats/rmsnorm/side_stream.py --nodus-sealed=sealed_fixtures -k "public or hidden-0"
-if [ "$MODE" != quick ]; then
-  grade starting_kernel env_suites/rmsnorm/starting_kernel.py --nodus-sealed=sealed_fixtures
-  # False positives: every correct style must pass (timed sizes; in parallel, the per-GPU
-  # lock keeps timings exclusive).
-  ls tests/correct/rmsnorm/*.py | xargs -P 4 -I{} bash -c \
-    'f={}; grade correct_$(basename $f .py) $f --nodus-sealed=sealed_fixtures -k "public or hidden"'
-fi
-if [ "$MODE" = cheats ]; then
-  # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
-  ls tests/cheats/rmsnorm/*.py | grep -v side_stream | xargs -P 4 -I{} bash -c \
-    'f={}; n=$(basename $f .py); grade cheat_$n $f --nodus-sealed=sealed_fixtures --nodus-call-timeout=10 -k "public-0 or hidden-0"'
-fi
+SEALED=--nodus-sealed=sealed_fixtures
+for MODE in "${@:-quick}"; do
+  case $MODE in
+  quick|rmsnorm)
+    grade rmsnorm solution expert/rmsnorm/solution.py $SEALED --nodus-reruns=3
+    grade rmsnorm expert_as_submission expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=3
+    grade rmsnorm starting_kernel env_suites/rmsnorm/starting_kernel.py $SEALED
+    grade rmsnorm cheat_side_stream tests/cheats/rmsnorm/side_stream.py $SEALED -k "public or hidden-0"
+    if [ "$MODE" = rmsnorm ]; then
+      # False positives: every correct style must pass, 3 sealed reruns each (timed sizes; in
+      # parallel, the per-GPU lock keeps timings exclusive).
+      ls tests/correct/rmsnorm/*.py | xargs -P 4 -I{} bash -c \
+        'f={}; grade rmsnorm correct_$(basename $f .py) $f $SEALED --nodus-reruns=3 -k "public or hidden"'
+    fi ;;
+  cheats)
+    # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
+    for env in rmsnorm attention_backward; do
+      ls tests/cheats/$env/*.py | xargs -P 4 -I{} bash -c \
+        "f={}; grade $env cheat_\$(basename \$f .py) \$f $SEALED --nodus-call-timeout=20 -k 'public-0 or hidden-0'"
+    done ;;
+  bench)
+    timeout ${BENCH_TIMEOUT:-420} python3 tools/bench_attention.py --sealed sealed_fixtures --reps 5 2>&1 | tee "$WORK/bench_attention.txt" ;;
+  attention)
+    grade attention_backward attn_solution expert/attention_backward/solution.py $SEALED --nodus-reruns=3 --nodus-baselines
+    grade attention_backward attn_expert_as_submission expert/attention_backward/expert_cuda.py $SEALED
+    grade attention_backward attn_starting_kernel env_suites/attention_backward/starting_kernel.py $SEALED ;;
+  *) echo "unknown mode $MODE"; exit 2 ;;
+  esac
+done
 tar czf "$OUT/gpu-grades.tar.gz" -C "$WORK" .
 python3 tools/grade_table.py "$WORK"/*.json

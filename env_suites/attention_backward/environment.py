@@ -23,11 +23,13 @@ def document_lengths(tokens: int, documents: int, generator: torch.Generator) ->
     documents = min(documents, tokens)
     single = documents >= 3
     rest_tokens, rest_docs = tokens - single, documents - single
-    cuts = torch.randperm(rest_tokens - 1, generator=generator)[: rest_docs - 1] + 1 if rest_docs > 1 else torch.tensor([])
+    device = generator.device  # draws on the generator's own device (a CUDA generator on the GPU)
+    cuts = (torch.randperm(rest_tokens - 1, generator=generator, device=device)[: rest_docs - 1] + 1).tolist() \
+        if rest_docs > 1 else []
     bounds = [0, *sorted(int(c) for c in cuts), rest_tokens]
     lengths = [b - a for a, b in zip(bounds, bounds[1:])]
     if single:
-        lengths.insert(int(torch.randint(0, len(lengths) + 1, (1,), generator=generator)), 1)
+        lengths.insert(int(torch.randint(0, len(lengths) + 1, (1,), generator=generator, device=device)), 1)
     return lengths
 
 
@@ -116,16 +118,20 @@ ENVIRONMENT = Environment(
         {"T": 96, "Hq": 4, "Hkv": 2, "D": 32, "B": 3, "W": 24},
         {"T": 64, "Hq": 2, "Hkv": 1, "D": 64, "B": 2, "W": -1},
     ),
-    size_domain=_domain(16384, (1, 2, 4, 8, 16, 32), (64, 128, 256), (-1, 1, 3, 128, 512, 1024, 4096)),
+    size_domain=_domain(65536, (1, 2, 4, 8, 16, 32), (64, 128, 256), (-1, 1, 3, 128, 512, 1024, 4096)),
     cpu_size_domain=_domain(80, (1, 2, 4), (16, 32), (-1, 1, 3, 16)),
     flops=flops,
     bytes_moved=bytes_moved,
-    expert={"cpu": EXPERT / "expert_cpu.py"},
+    expert={"cuda": EXPERT / "expert_cuda.py", "cpu": EXPERT / "expert_cpu.py"},
+    baselines={"cuda": {"flex_attention": EXPERT / "flex_attention_backward.py"}},
     # Attention library kernels, however reached (cuDNN, torch SDPA backends, FlexAttention).
     forbidden=(r"(?i)cudnn", r"^aten::_scaled_dot_product", r"^aten::scaled_dot_product", r"(?i)flash_attn",
                r"(?i)flex_attention", r"(?i)efficient_attention", r"(?i)fmha"),
     call_timeout_s=120.0,
+    # Millisecond kernels: 10 timed rounds give a stable median (run 9 in docs/h200/NOTES.md:
+    # cuDNN's spread over rounds) and keep a sealed grade with its fp32 references short.
+    timing_rounds={"cuda": (2, 10)},
     cpu_call_timeout_s=120.0,
     throughput_unit="TF/s",
-    fuzz_examples={"cuda": 6, "cpu": 5},
+    fuzz_examples={"cuda": 4, "cpu": 5},
 )

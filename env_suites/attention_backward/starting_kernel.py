@@ -98,7 +98,8 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     doc = torch.repeat_interleave(torch.arange(len(lengths), device=q.device, dtype=torch.int32), lengths)
     delta = (do.float() * o.float()).sum(-1).transpose(0, 1).contiguous()  # [Hq, T]
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    block = 16 if q.device.type == "cpu" else 64
+    # 64-row blocks of 256-wide heads overflow shared memory on the H200; 32 fit.
+    block = 16 if q.device.type == "cpu" else (64 if d <= 128 else 32)
     args = (q, k, v, do, lse, delta, doc)
     _dkdv[(triton.cdiv(t, block), hkv)](*args, dk, dv, t, window, softmax_scale, HQ=hq, HKV=hkv, D=d, BLOCK=block)
     _dq[(triton.cdiv(t, block), hq)](*args, dq, t, window, softmax_scale, HQ=hq, HKV=hkv, D=d, BLOCK=block)
