@@ -313,7 +313,15 @@ class Grader:
                     self._hung = failure
                 return result
         self._summarise_times(env, size, times, result)
+        self._release_memory()
         return result
+
+    def _release_memory(self) -> None:
+        # References and pristine copies are cached by torch's allocator; handing them back
+        # leaves the GPU memory to the sandboxes (a correct kernel must never hit an OOM
+        # because the grader kept a previous size's buffers).
+        if self.device.kind == "cuda":
+            torch.cuda.empty_cache()
 
     def _baseline_sandboxes(self, env: Environment, size: Size, result: SizeResult) -> dict[str, Sandbox]:
         if not self.baselines:
@@ -367,4 +375,5 @@ class Grader:
             result.flag(failure.code, failure.detail)
             if failure.status == "timeout":
                 self._hung = failure
+        self._release_memory()
         return result

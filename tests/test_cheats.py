@@ -35,7 +35,12 @@ RMSNORM = {
     "lazy_proxy": ("wrong", {"wrong_output"}),
     "batch_and_skip": ("wrong", {"wrong_values"}),
 }
-GPU_ONLY = {"side_stream"}
+# Only meaningful on a GPU (graded by tools/gpu_check.sh cheats on the H200); expected there:
+GPU_ONLY = {
+    "side_stream": ("flagged", {"pending_work"}),
+    "event_fake_join": ("flagged", {"pending_work"}),
+    "cuda_graph_stale_pointers": ("wrong", {"wrong_values"}),
+}
 
 ATTENTION = {
     "ignores_window": ("wrong", {"wrong_values"}),
@@ -46,12 +51,14 @@ ATTENTION = {
     "correct_only_at_d128": ("wrong", {"wrong_values"}),  # the CPU sizes have no 128-wide heads
     "sdpa_dense_case": ("flagged", {"forbidden_op"}),
 }
+# With no cuDNN (the CPU), its fallback is an honest kernel; on the H200 the audit flags cuDNN.
+ATTENTION_GPU_ONLY = {"cudnn_behind_fallback": ("flagged", {"forbidden_op"})}
 
 
 def test_corpus_is_complete():
     on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
-    assert on_disk == set(RMSNORM) | GPU_ONLY
-    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION)
+    assert on_disk == set(RMSNORM) | set(GPU_ONLY)
+    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION) | set(ATTENTION_GPU_ONLY)
 
 
 @pytest.mark.parametrize("cheat", sorted(RMSNORM))

@@ -6,6 +6,8 @@
 #   bash tools/gpu_check.sh cheats       # every cheat of both environments (two sizes each)
 #   bash tools/gpu_check.sh attention    # attention: solution x3 (with the FlexAttention baseline),
 #                                        # expert as submission, starting kernel
+#   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats
+#   bash tools/gpu_check.sh baselines    # solution at the public sizes with the FlexAttention baseline
 #   bash tools/gpu_check.sh bench        # attention benchmark table only
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # Wheels in .whl/ (nvidia-cudnn-frontend for the attention expert) are installed first.
@@ -44,10 +46,17 @@ for MODE in "${@:-quick}"; do
       ls tests/cheats/$env/*.py | xargs -P 4 -I{} bash -c \
         "f={}; grade $env cheat_\$(basename \$f .py) \$f $SEALED --nodus-call-timeout=20 -k 'public-0 or hidden-0'"
     done ;;
+  gpu_cheats)
+    # The attention corpus and the GPU-only rmsnorm cheats (tests/test_cheats.py: GPU_ONLY).
+    { ls tests/cheats/attention_backward/*.py | sed 's/^/attention_backward /'
+      for n in side_stream event_fake_join cuda_graph_stale_pointers; do echo "rmsnorm tests/cheats/rmsnorm/$n.py"; done
+    } | xargs -P 4 -L 1 bash -c 'grade $0 cheat_$(basename $1 .py) $1 '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
+  baselines)
+    grade attention_backward attn_solution_baselines expert/attention_backward/solution.py --nodus-baselines -k public ;;
   bench)
     timeout ${BENCH_TIMEOUT:-420} python3 tools/bench_attention.py --sealed sealed_fixtures --reps 5 2>&1 | tee "$WORK/bench_attention.txt" ;;
   attention)
-    grade attention_backward attn_solution expert/attention_backward/solution.py $SEALED --nodus-reruns=3 --nodus-baselines
+    grade attention_backward attn_solution expert/attention_backward/solution.py $SEALED --nodus-reruns=3
     grade attention_backward attn_expert_as_submission expert/attention_backward/expert_cuda.py $SEALED
     grade attention_backward attn_starting_kernel env_suites/attention_backward/starting_kernel.py $SEALED ;;
   *) echo "unknown mode $MODE"; exit 2 ;;

@@ -8,17 +8,26 @@ fp32 output instead, a window of 1 (or a one-token document) has exactly zero dQ
 and every kernel that uses the given ``o`` would be infinitely wrong relative to zero.
 Returns dq, dk, dv in fp32 (dk, dv summed over each KV group's query heads).
 
-Memory: queries are processed in chunks of at most ``chunk`` rows per document, and each
-chunk only looks at the keys it can see (at most ``chunk + window - 1``, or the document's
-prefix for full causal). The largest temporaries are ``Hq x chunk x keys`` fp32 scores and
-probabilities (a few of them): for T = 65536 in one full-causal document with Hq = 32 and
-chunk = 256, about 4 x 32 x 256 x 65536 x 4 B = 8.6 GB at the last chunk; with a 4096
-window, 0.6 GB. The default chunk shrinks so one chunk stays under ``budget_bytes``.
+Memory: queries are processed in chunks of rows per document, and each chunk only looks at
+the keys it can see (at most ``rows + window - 1``, or the document's prefix for full
+causal). The largest temporaries are ``Hq x rows x keys`` fp32 scores, probabilities and
+their gradients (about four alive at once). Rows per chunk are at most 256 and shrink so
+those four stay under ``BUDGET_BYTES`` (1 GiB): T = 65536 in one full-causal document with
+Hq = 32 runs 32-row chunks (peak ~1 GiB plus the fp32 gradients, 3 x T x Hq x D x 4 B);
+with a 4096 window, 256-row chunks take 4 x 32 x 256 x 4351 x 4 B = 0.57 GB.
 """
 
 from __future__ import annotations
 
 import torch
+
+
+BUDGET_BYTES = 1 << 30
+
+
+def _chunk_rows(heads: int, length: int, window: int, most: int) -> int:
+    keys = length if window < 0 else min(length, most + window - 1)
+    return max(1, min(most, BUDGET_BYTES // (4 * 4 * heads * max(keys, 1))))
 
 
 def visible(rows: torch.Tensor, cols: torch.Tensor, window: int) -> torch.Tensor:
@@ -37,8 +46,9 @@ def forward(q, k, v, cu_seqlens, window: int, scale: float, chunk: int = 256):
     o = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)
     lse = torch.full((hq, t), float("-inf"), dtype=torch.float32, device=q.device)
     for start, end in _documents(cu_seqlens):
-        for q0 in range(start, end, chunk):
-            q1 = min(q0 + chunk, end)
+        rows = _chunk_rows(hq, end - start, window, chunk)
+        for q0 in range(start, end, rows):
+            q1 = min(q0 + rows, end)
             k0 = start if window < 0 else max(start, q0 - window + 1)
             qs = q[q0:q1].float().transpose(0, 1)  # [Hq, n, D]
             ks = k[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
@@ -61,8 +71,9 @@ def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float, chunk: int =
     dk = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)  # per query head, summed below
     dv = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)
     for start, end in _documents(cu_seqlens):
-        for q0 in range(start, end, chunk):
-            q1 = min(q0 + chunk, end)
+        rows = _chunk_rows(hq, end - start, window, chunk)
+        for q0 in range(start, end, rows):
+            q1 = min(q0 + rows, end)
             k0 = start if window < 0 else max(start, q0 - window + 1)
             qs = q[q0:q1].float().transpose(0, 1)
             ks = k[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
