@@ -68,7 +68,8 @@ class _Plan:
         g.check_support()
         g.build_plans()
         self.graph = g
-        self.workspace = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+        self.workspace_bytes = g.get_workspace_size()
+        self.workspace = None  # one buffer shared by the plans of a shape (see kernel)
         self.capacity = s
 
     def run(self, q, k, v, o, lse, do, cu_seqlens, dq, dk, dv) -> None:
@@ -101,7 +102,13 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     hkv, b = k.shape[1], cu_seqlens.numel() - 1
     shape = (t, hq, hkv, d, b, window, float(softmax_scale))
     if shape not in _plans:
-        _plans[shape] = [_Plan(t, hq, hkv, d, b, s, window, softmax_scale) for s in capacities(t, b)]
+        plans = [_Plan(t, hq, hkv, d, b, s, window, softmax_scale) for s in capacities(t, b)]
+        # Only one plan runs at a time: one workspace, as large as the largest asks for
+        # (one per plan took 3 GiB more than the GPU had left at a large fuzzed size).
+        workspace = torch.empty(max(max(p.workspace_bytes for p in plans), 1), dtype=torch.uint8, device=q.device)
+        for p in plans:
+            p.workspace = workspace
+        _plans[shape] = plans
     plan = next(p for p in _plans[shape] if p.capacity >= max_seqlen)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     plan.run(q, k, v, o, lse, do, cu_seqlens, dq, dk, dv)
