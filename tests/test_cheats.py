@@ -34,6 +34,7 @@ RMSNORM = {
     "forge_report": ("flagged", {"sandbox_escape"}),
     "lazy_proxy": ("wrong", {"wrong_output"}),
     "batch_and_skip": ("wrong", {"wrong_values"}),
+    "untimed_prepare": ("wrong", {"wrong_values"}),
 }
 # Only meaningful on a GPU (graded by tools/gpu_check.sh cheats on the H200); expected there:
 GPU_ONLY = {

@@ -7,6 +7,8 @@ import math
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import CORRECT, REPO
 from pytest_nodus.report import SCHEMA_PATH
@@ -115,12 +117,59 @@ def test_attention_correct_kernels_pass(grade, submission):
 
 
 def test_an_environment_without_an_expert_for_the_device_says_so():
-    from env_suites.attention_backward.environment import ENVIRONMENT
+    import dataclasses
+
+    from env_suites.attention_backward.environment import ENVIRONMENT as ATTENTION
     from pytest_nodus import devices
     from pytest_nodus.grading import Grader
     from pytest_nodus.isolation import SandboxFailure
 
+    ENVIRONMENT = dataclasses.replace(ATTENTION, expert={"cpu": ATTENTION.expert["cpu"]})  # CPU expert only
     grader = Grader(SOLUTION, devices.Device("cuda", 0, "no GPU needed: fails before any launch", None), grade_seed=1)
     with pytest.raises(SandboxFailure) as failure:
         grader._sandbox(ENVIRONMENT, "expert", ENVIRONMENT.public_sizes[0])
     assert failure.value.code == "expert_failed" and "no expert for cuda" in failure.value.detail
+
+
+def test_baselines_are_context_never_the_verdict(grade):
+    suite = REPO / "tests" / "envs" / "rmsnorm_baselines" / "suite_rmsnorm_baselines.py"
+    result = grade(SOLUTION, "--nodus-baselines", "-k", "public-0", suite=suite)
+    assert result.document["status"] == "correct", result.document["flags"]
+    (size,) = [s for s in result.document["sizes"] if s["kind"] == "public"]
+    assert set(size["t_baselines_ms"]) == {"eager", "prepared"}
+    assert all(t > 0 for t in size["t_baselines_ms"].values())
+    # prepare() ran before the clock: handing over a finished result costs less than computing it.
+    assert size["t_baselines_ms"]["prepared"] < size["t_baselines_ms"]["eager"]
+    assert size["baseline_errors"]["eager"] < 1.0 and size["baseline_errors"]["prepared"] < 1.0
+    assert "this baseline is broken" in size["baseline_notes"]["broken"]
+    assert "baseline at public-0" in result.text
+    assert size["calls"] == 3  # the environment's own timing_rounds: 1 warm-up + 2 timed
+    jsonschema.validate(result.document, SCHEMA)
+
+
+def test_baselines_are_off_unless_asked_for(grade):
+    suite = REPO / "tests" / "envs" / "rmsnorm_baselines" / "suite_rmsnorm_baselines.py"
+    result = grade(SOLUTION, "-k", "public-0", suite=suite)
+    assert result.document["status"] == "correct"
+    assert all(s["t_baselines_ms"] is None and s["baseline_notes"] is None for s in result.document["sizes"])
+
+
+
+@given(tokens=st.integers(1, 65536), documents=st.integers(1, 64), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_the_cudnn_expert_prebuilds_a_graph_for_every_longest_document(tokens, documents, data):
+    """No cuDNN graph may be built inside a timed call: whatever split of T into B documents
+    a call draws, a prebuilt capacity must hold its longest document."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("expert_cuda", REPO / "expert" / "attention_backward" / "expert_cuda.py")
+    expert = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(expert)
+    documents = min(documents, tokens)
+    longest = data.draw(st.integers(-(-tokens // documents), tokens - documents + 1))
+    capacities = expert.capacities(tokens, documents)
+    assert capacities == sorted(capacities) and capacities[-1] >= tokens
+    chosen = min(c for c in capacities if c >= longest)
+    # ... and not a wastefully large one: at most twice the longest document (or T itself).
+    assert chosen < max(2 * longest, 128) or chosen == capacities[-1], (longest, capacities)
+    assert len(capacities) <= 12

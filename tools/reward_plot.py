@@ -18,6 +18,7 @@ from pathlib import Path
 
 
 def group(name: str) -> str:
+    name = name.removeprefix("attn_")  # attention grades of tools/gpu_check.sh
     for prefix, label in (("cheat_", "cheats"), ("correct_", "correct kernels"), ("solution", "solution"),
                           ("starting", "starting kernel"), ("expert", "expert as submission")):
         if name.startswith(prefix):
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
         marker, color = styles[label]
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, s=60, label=label, zorder=3)
         for x, y, name, status in pts:
-            short = name.removeprefix("cheat_").removeprefix("correct_")
+            short = name.removeprefix("attn_").removeprefix("cheat_").removeprefix("correct_")
             ax.annotate(short if status == "correct" or label == "cheats" else f"{short} ({status})", (x, y),
                         fontsize=6.5, rotation=35 if y == -24 else 0, xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")

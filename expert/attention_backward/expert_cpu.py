@@ -1,8 +1,8 @@
 """Expert for attention_backward on the CPU: the fp32 reference gradients, rounded to bf16.
 
 There is no production attention kernel to compare against without a GPU; CPU grades
-check correctness and report CPU times against this. The GPU expert (cuDNN frontend SDPA
-backward) is not written yet: see the issue.
+check correctness and report CPU times against this. On the GPU the expert is cuDNN
+(expert_cuda.py).
 """
 
 from env_suites.attention_backward import reference

@@ -20,8 +20,8 @@ smallest that fits: no graph is ever built inside a timed call.
 from __future__ import annotations
 
 import torch
-import cudnn  # after torch (shared/GPU.md)
 
+cudnn = None  # imported on first use, after torch (shared/GPU.md): capacities() needs no GPU
 _handle = None
 _plans: dict[tuple, "_Plan"] = {}
 
@@ -30,7 +30,9 @@ class _Plan:
     """One built cuDNN graph plus its workspace and the graph tensors to bind."""
 
     def __init__(self, t, hq, hkv, d, b, s, window, scale):
-        global _handle
+        global _handle, cudnn
+        if cudnn is None:
+            import cudnn
         if _handle is None:
             _handle = cudnn.create_handle()
         bf16, f32 = cudnn.data_type.BFLOAT16, cudnn.data_type.FLOAT

@@ -1,0 +1,12 @@
+"""Cheat: do the work in a prepare() hook (which the grader runs untimed for baselines) and only return it from kernel()."""
+
+import torch
+
+
+def prepare(x, weight, eps):
+    xf = x.float()
+    return ((xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(torch.bfloat16),)
+
+
+def kernel(result, *ignored):
+    return result.clone()  # called with the real inputs, this returns x: wrong

@@ -1,0 +1,5 @@
+"""Baseline that raises on every call."""
+
+
+def kernel(x, weight, eps):
+    raise RuntimeError("this baseline is broken")

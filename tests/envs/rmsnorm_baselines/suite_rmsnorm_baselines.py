@@ -1,0 +1,9 @@
+"""Suite for the test-only rmsnorm_baselines environment (collected only when named)."""
+
+from pytest_nodus.suite import EnvironmentSuite
+
+from .environment import ENVIRONMENT
+
+
+class TestRMSNormBaselines(EnvironmentSuite):
+    environment = ENVIRONMENT
