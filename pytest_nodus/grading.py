@@ -110,6 +110,7 @@ class Grader:
         self.audit = audit
         self.expert_cache = expert_cache
         self.baselines = baselines
+        self._failed_baselines: set[str] = set()  # a baseline that failed once is not retried this grade
         self.plan = PLANS[device.kind]
         self.call_timeout_override: float | None = None
         # A submission that hung once is not given the device again in this grade: every
@@ -218,7 +219,7 @@ class Grader:
                         code = "non_finite_output" if not math.isfinite(check.error) else "wrong_values"
                         result.flag(code, f"output '{check.name}': error {check.error:.3g} > tolerance {check.limit:.3g}")
                 elif role.startswith("baseline:"):
-                    name = role.split(":", 1)[1]
+                    name = role.removeprefix("baseline:")
                     result.baseline_errors = result.baseline_errors or {}
                     result.baseline_errors[name] = max(result.baseline_errors.get(name, 0.0), check.error / check.limit)
                 else:
@@ -298,7 +299,7 @@ class Grader:
                             call, references = self._call(env, baselines[role], size.dims, fresh, references, result,
                                                           role, timed=False)
                         except SandboxFailure as failure:  # context only: drop it, keep grading
-                            result.baseline_notes = {**(result.baseline_notes or {}), role[9:]: str(failure)[:200]}
+                            self._baseline_failed(result, role.removeprefix("baseline:"), str(failure))
                             del baselines[role], times[role]
                             continue
                         if round_number >= plan.warmup:
@@ -328,11 +329,19 @@ class Grader:
             return {}
         started = {}
         for name in env.baselines.get(self.device.kind, {}):
+            if name in self._failed_baselines:
+                self._baseline_failed(result, name, "failed at an earlier size of this grade")
+                continue
             try:
                 started[f"baseline:{name}"] = self._sandbox(env, f"baseline:{name}", size.dims)
             except SandboxFailure as failure:
-                result.baseline_notes = {**(result.baseline_notes or {}), name: f"did not start: {failure}"[:200]}
+                self._baseline_failed(result, name, f"did not start: {failure}")
         return started
+
+    def _baseline_failed(self, result: SizeResult, name: str, why: str) -> None:
+        # A baseline that hangs would otherwise cost a full call time limit at every size.
+        self._failed_baselines.add(name)
+        result.baseline_notes = {**(result.baseline_notes or {}), name: why[:200]}
 
     def _summarise_times(self, env, size, times, result: SizeResult) -> None:
         latency = timing.sync_latency(times["expert"])
@@ -340,8 +349,8 @@ class Grader:
         submission_time = timing.counted(times["submission"], latency)
         result.t_expert_ms, result.t_expert_iqr_ms = expert_time.median, expert_time.iqr
         result.t_submission_ms, result.t_submission_iqr_ms = submission_time.median, submission_time.iqr
-        baseline_times = {role[9:]: timing.counted(calls, latency).median for role, calls in times.items()
-                          if role.startswith("baseline:") and calls}
+        baseline_times = {role.removeprefix("baseline:"): timing.counted(calls, latency).median
+                          for role, calls in times.items() if role.startswith("baseline:") and calls}
         result.t_baselines_ms = baseline_times or None
         if result.t_submission_ms and result.t_expert_ms:
             result.speedup = result.t_expert_ms / result.t_submission_ms

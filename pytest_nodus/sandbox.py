@@ -12,6 +12,9 @@ grader's requests, one at a time:
     time the call (CUDA events around it plus a device-wide synchronise, so work on any
     stream is inside the timed region); check the returned objects; copy them into the
     grader's receipts at once; report times, audit and tripwire flags.
+    A trusted file (a context baseline) may define ``prepare(*args)``: it runs before the
+    scrub and the clock, and its result is what ``kernel`` is called with. A submission's
+    ``prepare`` is never called.
 ``finish``
     check that the last outputs did not change after their call returned, and report the
     kernel audit: every kernel and op that ran since the last ``finish``, on every stream.
@@ -47,7 +50,8 @@ _event_sync = torch.cuda.Event.synchronize
 _Tensor = torch.Tensor
 
 MAX_AUDIT_NAMES = 64
-# ~1 ms at the H200's ~2 GHz boost clock: longer than a torch.compile call's host overhead.
+# ~1 ms at the H200's ~2 GHz boost clock: longer than a torch.compile call's host overhead
+# (run 9 in docs/h200/NOTES.md).
 SPIN_CYCLES = 2_000_000
 _gpu_spin = torch.cuda._sleep
 
@@ -110,8 +114,8 @@ class Harness:
             # Flush L2, then keep the GPU busy for a moment before the clock starts, so the
             # host can enqueue the call while the GPU waits: launch latency is then not
             # timed as idle GPU. do_bench relies on its flush alone; on the H200, with the flush
-            # alone, the torch.compile expert timed ~3x its known time (docs/h200/NOTES.md),
-            # host overhead being the suspected cause. Not yet measured with the spin.
+            # alone, the torch.compile expert at 16384 x 8192 timed 0.35-0.46 ms, with the spin
+            # 0.129 ms, its known time (docs/h200/NOTES.md, runs 8 and 9).
             self.flush_buffer.zero_()
             _gpu_spin(SPIN_CYCLES)
             start, returned_at, done = self.events
@@ -322,7 +326,7 @@ def main(argv=None) -> int:
     try:
         kernel, prepare = _load_kernel(args.kernel, args.entry_point)
         if args.role == "submission":
-            prepare = None  # untimed set-up is for baselines; a submission's work is all timed
+            prepare = None  # untimed set-up is for the grader's own files (baselines); a submission's work is all timed
     except BaseException as exc:  # noqa: BLE001  a syntax error is a grade, not a crash
         where = ""
         if isinstance(exc, SyntaxError):

@@ -128,8 +128,11 @@ ENVIRONMENT = Environment(
     forbidden=(r"(?i)cudnn", r"^aten::_scaled_dot_product", r"^aten::scaled_dot_product", r"(?i)flash_attn",
                r"(?i)flex_attention", r"(?i)efficient_attention", r"(?i)fmha"),
     call_timeout_s=120.0,
-    # Millisecond kernels: 10 timed rounds give a stable median (run 9 in docs/h200/NOTES.md:
-    # cuDNN's spread over rounds) and keep a sealed grade with its fp32 references short.
+    # Millisecond kernels, and each round's fp32 reference costs more than the kernels: 2 + 10
+    # rounds. On the H200 (run 10) the expert graded against itself came within 0.01 of 0 in
+    # log2 this way. The spread over rounds is mostly the inputs' own: documents are drawn
+    # fresh each round, so the work of a full-causal size changes with the split (cuDNN's
+    # interquartile range: 2-7% of its median at windowed sizes, up to 42% at full causal).
     timing_rounds={"cuda": (2, 10)},
     cpu_call_timeout_s=120.0,
     throughput_unit="TF/s",
