@@ -62,6 +62,13 @@ def test_corpus_is_complete():
     assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION) | set(ATTENTION_GPU_ONLY)
 
 
+def test_every_cheat_says_what_it_tries():
+    """The corpus is read by people: each file opens with a "Cheat: ..." statement."""
+    for path in CHEATS.glob("*/*.py"):
+        first = path.read_text().splitlines()[0]
+        assert first.startswith('"""Cheat: ') and len(first) > 20, path
+
+
 @pytest.mark.parametrize("cheat", sorted(RMSNORM))
 def test_rmsnorm_cheat_scores_the_floor(grade, xdist, cheat):
     status, codes = RMSNORM[cheat]
