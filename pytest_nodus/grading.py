@@ -70,10 +70,12 @@ class SizeResult:
     def timed(self) -> bool:
         return self.kind in ("public", "hidden")
 
+    def public_text(self, detail: str) -> str:
+        # Hidden sizes stay hidden: no dims in any message that reaches a report.
+        return re.sub(r"\d{2,}", "#", detail) if self.kind == "hidden" else detail
+
     def flag(self, code: str, detail: str) -> None:
-        if self.kind == "hidden":
-            # Hidden sizes stay hidden: no dims in any message that reaches a report.
-            detail = re.sub(r"\d{2,}", "#", detail)
+        detail = self.public_text(detail)
         if not any(f["code"] == code for f in self.flags):
             self.flags.append({"size": self.id, "code": code, "detail": detail[:300]})
         self.status = reward.status_of(f["code"] for f in self.flags)
@@ -341,7 +343,7 @@ class Grader:
     def _baseline_failed(self, result: SizeResult, name: str, why: str) -> None:
         # A baseline that hangs would otherwise cost a full call time limit at every size.
         self._failed_baselines.add(name)
-        result.baseline_notes = {**(result.baseline_notes or {}), name: why[:200]}
+        result.baseline_notes = {**(result.baseline_notes or {}), name: result.public_text(why)[:200]}
 
     def _summarise_times(self, env, size, times, result: SizeResult) -> None:
         latency = timing.sync_latency(times["expert"])
