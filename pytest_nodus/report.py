@@ -49,6 +49,7 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         "flags": flags,
         "sizes": [{k: r.get(k) for k in _SIZE_FIELDS} for r in sorted(results, key=_size_order)],
         "reruns": {"count": reruns, "rewards": rewards, "statuses": [v.status for v in verdicts],
+                   "speedups": [v.speedup for v in verdicts],
                    "min": min(rewards), "median": statistics.median(rewards), "max": max(rewards)},
         "seed": meta.get("seed"),
         "wall_s": meta.get("wall_s"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All GPU grades and benchmarks in one call (the H200, through the device tool); prints a
-# compact table last and leaves every JSON grade and log in $OUT/gpu-grades.tar.gz.
+# compact table last and leaves every JSON grade and log in $OUT/gpu-grades-<modes>.tar.gz.
 #   bash tools/gpu_check.sh quick        # rmsnorm: solution and expert x3 reruns, starting kernel, side stream
 #   bash tools/gpu_check.sh rmsnorm      # ... and the 10 correct styles
 #   bash tools/gpu_check.sh cheats       # every cheat of both environments (two sizes each)
@@ -8,6 +8,7 @@
 #                                        # expert as submission, starting kernel
 #   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats
 #   bash tools/gpu_check.sh baselines    # solution at the public sizes with the FlexAttention baseline
+#   bash tools/gpu_check.sh stability    # the expert graded as a submission, 5 sealed reruns per environment
 #   bash tools/gpu_check.sh bench        # attention benchmark table only
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # Wheels in .whl/ (nvidia-cudnn-frontend for the attention expert) are installed first.
@@ -51,6 +52,12 @@ for MODE in "${@:-quick}"; do
     { ls tests/cheats/attention_backward/*.py | sed 's/^/attention_backward /'
       for n in side_stream event_fake_join cuda_graph_stale_pointers; do echo "rmsnorm tests/cheats/rmsnorm/$n.py"; done
     } | xargs -P 4 -L 1 bash -c 'grade $0 cheat_$(basename $1 .py) $1 '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
+  stability)
+    # The expert graded as a submission, 5 sealed reruns per environment: the reward's spread
+    # when nothing differs but the run. (Attention's is flagged forbidden_op, cuDNN being
+    # forbidden to submissions: read its per-rerun speedups from the JSON.)
+    grade rmsnorm expert_x5 expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=5
+    grade attention_backward attn_expert_x5 expert/attention_backward/expert_cuda.py $SEALED --nodus-reruns=5 ;;
   baselines)
     grade attention_backward attn_solution_baselines expert/attention_backward/solution.py --nodus-baselines -k public ;;
   bench)
@@ -62,5 +69,7 @@ for MODE in "${@:-quick}"; do
   *) echo "unknown mode $MODE"; exit 2 ;;
   esac
 done
-tar czf "$OUT/gpu-grades.tar.gz" -C "$WORK" .
+# One archive per invocation, named by its modes: a second invocation in the same command
+# must not overwrite the first's grades (it did in run 11).
+tar czf "$OUT/gpu-grades-$(IFS=-; echo "${*:-quick}").tar.gz" -C "$WORK" .
 python3 tools/grade_table.py "$WORK"/*.json

@@ -24,10 +24,14 @@ def main(paths):
         timed = [s for s in g["sizes"] if s["t_submission_ms"] is not None]
         if not timed or Path(path).stem.startswith("cheat_"):
             continue
-        print(f"-- {Path(path).stem}")
+        speedups = g["reruns"].get("speedups")  # schema 1.1; absent in older grades
+        per_rerun = f" (speedup per rerun: {', '.join(f'{x:.3f}' if x else '-' for x in speedups)})" \
+            if speedups and len(speedups) > 1 else ""
+        print(f"-- {Path(path).stem}{per_rerun}")
         for s in timed:
+            baselines = "".join(f" | {k} {v:.4f} ms" for k, v in (s.get("t_baselines_ms") or {}).items())
             print(f"   {s['id'][:24]:<24} r{s['rerun']} sub {s['t_submission_ms']:.4f} ms exp {s['t_expert_ms']:.4f} ms "
-                  f"x{s['speedup']:.3f} {s['throughput'] or 0:.0f} {s['throughput_unit']} err {s['error']:.2e}")
+                  f"x{s['speedup']:.3f} {s['throughput'] or 0:.0f} {s['throughput_unit']} err {s['error']:.2e}{baselines}")
 
 
 if __name__ == "__main__":
