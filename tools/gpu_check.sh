@@ -27,7 +27,7 @@ grade() {  # env name submission [extra pytest args...]
 }
 export -f grade; export WORK
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-SEALED=--nodus-sealed=sealed_fixtures
+export SEALED=--nodus-sealed=sealed_fixtures  # exported: xargs children grade sealed too
 for MODE in "${@:-quick}"; do
   case $MODE in
   quick|rmsnorm)
