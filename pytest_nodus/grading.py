@@ -369,7 +369,12 @@ class Grader:
                 result.flag("below_physical_floor", reason)
 
     def check_fuzzed(self, env: Environment, dims: dict, label: str, example: int, rerun: int = 0) -> SizeResult:
-        """One verified call of the submission alone at a Hypothesis-drawn size."""
+        """One verified call of the submission alone at a Hypothesis-drawn size.
+
+        The inputs are a function of the grade seed, ``label`` and the dims, not of the
+        example number: Hypothesis replays a failing size while it shrinks and once more at
+        the end, and a replay with other values can pass by chance (a one-element row), which
+        left the reported size half-shrunk. Different sizes still get different values."""
         result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), env={"name": env.name, "version": env.version})
         if self._hung is not None:
             result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
@@ -377,7 +382,8 @@ class Grader:
         try:
             submission = self._sandbox(env, "submission", dims)
             result.isolation = submission.isolation
-            fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, label, example), self.torch_device)
+            size_label = f"{label}/{sorted(dims.items())}"
+            fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun), self.torch_device)
             self._call(env, submission, dims, fresh, None, result, "submission", timed=False)
             result.calls = 1
             reply, _ = submission.request({"op": "finish"}, self._timeout(env))
