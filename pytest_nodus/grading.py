@@ -65,6 +65,8 @@ class SizeResult:
     env: dict | None = None
     isolation: str | None = None
     kernels: list[dict] | None = None
+    # --nodus-trusted only: forbidden-kernel findings kept for the record, not scored.
+    waived_flags: list[dict] | None = None
 
     @property
     def timed(self) -> bool:
@@ -104,7 +106,7 @@ class Grader:
     """Per-process (per xdist worker) owner of the sandboxes and the grade seed."""
 
     def __init__(self, submission: Path, device: devices.Device, grade_seed: int, audit: bool = True,
-                 expert_cache: Path | None = None, baselines: bool = False):
+                 expert_cache: Path | None = None, baselines: bool = False, trusted: bool = False):
         self.submission = Path(submission)
         self.device = device
         self.torch_device = torch.device(device.torch_name)
@@ -112,6 +114,9 @@ class Grader:
         self.audit = audit
         self.expert_cache = expert_cache
         self.baselines = baselines
+        # A trusted submission (the expert graded against itself, to calibrate the timer) may
+        # run the kernels the environment forbids; every other check still applies.
+        self.trusted = trusted
         self._failed_baselines: set[str] = set()  # a baseline that failed once is not retried this grade
         self.plan = PLANS[device.kind]
         self.call_timeout_override: float | None = None
@@ -250,8 +255,16 @@ class Grader:
                                                           if isinstance(k, dict)]
         for pattern in env.forbidden:
             hit = next((n for n in names if re.search(pattern, n)), None)
-            if hit is not None:
-                result.flag("forbidden_op", f"ran '{hit[:80]}', which this environment forbids")
+            if hit is None:
+                continue
+            detail = f"ran '{hit[:80]}', which this environment forbids"
+            if self.trusted:
+                waived = {"size": result.id, "code": "forbidden_op", "detail": result.public_text(detail)}
+                result.waived_flags = result.waived_flags or []
+                if waived not in result.waived_flags:
+                    result.waived_flags.append(waived)
+            else:
+                result.flag("forbidden_op", detail)
 
     # -- sizes ---------------------------------------------------------------------------
     def grade_size(self, env: Environment, size: Size, label: str, rerun: int = 0) -> SizeResult:

@@ -35,6 +35,9 @@ DEVICE_HELP = "auto (default: cuda if available), cuda or cpu (Triton interprete
 TIMEOUT_HELP = "Override the environment's per-call time limit, in seconds."
 BASELINES_HELP = ("Also time the environment's context baselines (e.g. FlexAttention) on timed sizes; "
                   "shown in the report and JSON, never in the reward.")
+TRUSTED_HELP = ("Calibration only: the submission is trusted code (the expert graded against itself). "
+                "Kernels the environment forbids are recorded as waived instead of flagged; every other "
+                "check still applies. Never for an agent's submission.")
 
 
 def pytest_addoption(parser):
@@ -47,6 +50,7 @@ def pytest_addoption(parser):
     group.addoption("--nodus-device", metavar="KIND", default="auto", help=DEVICE_HELP)
     group.addoption("--nodus-call-timeout", metavar="SECONDS", help=TIMEOUT_HELP)
     group.addoption("--nodus-baselines", action="store_true", default=False, help=BASELINES_HELP)
+    group.addoption("--nodus-trusted", action="store_true", default=False, help=TRUSTED_HELP)
 
 
 class Options:
@@ -61,6 +65,7 @@ class Options:
         self.device_request = get("nodus_device")
         self.call_timeout = _positive_float(get("nodus_call_timeout"), "--nodus-call-timeout")
         self.baselines = bool(get("nodus_baselines"))
+        self.trusted = bool(get("nodus_trusted"))
         self.seed = None if get("nodus_seed") is None else _non_negative_int(get("nodus_seed"), "--nodus-seed")
         if self.submission is not None and not self.submission.is_file():
             raise pytest.UsageError(f"pytest-nodus: --nodus-submission {self.submission}: no such file")
@@ -165,7 +170,7 @@ class NodusSession:
 
             cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pytest-nodus" / "expert"
             self.grader = Grader(self.options.submission, self.device_choice(), self.grade_seed, expert_cache=cache,
-                                 baselines=self.options.baselines)
+                                 baselines=self.options.baselines, trusted=self.options.trusted)
             self.grader.planned_dims = self.planned_dims
         return self.grader
 
@@ -175,7 +180,8 @@ class NodusSession:
             return None
         seed = "secret (sealed)" if self.options.sealed else f"{self.grade_seed} (replay: --nodus-seed={self.grade_seed})"
         return [f"nodus: submission {self.options.submission}, device {self.device_choice().describe()}, "
-                f"{'sealed' if self.options.sealed else 'local check'}, reruns {self.options.reruns}, seed {seed}"]
+                f"{'sealed' if self.options.sealed else 'local check'}, reruns {self.options.reruns}, seed {seed}"
+                f"{', TRUSTED (forbidden kernels waived)' if self.options.trusted else ''}"]
 
     def pytest_configure_node(self, node):  # xdist controller -> worker
         node.workerinput["nodus_seed"] = self.grade_seed
@@ -244,6 +250,7 @@ class NodusSession:
                            "sha256": environment.file_sha256(self.options.submission)},
             "device": {"kind": device.kind, "name": device.name, "description": device.describe()},
             "sealed": self.options.sealed,
+            "trusted": self.options.trusted,
             "seed": None if self.options.sealed else self.grade_seed,
             "wall_s": round(time.monotonic() - self.started, 3),
             "grader": _grader_versions(),

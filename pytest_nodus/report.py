@@ -14,12 +14,13 @@ from typing import Any
 
 from pytest_nodus import reward
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
 
 _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms",
                 "t_submission_iqr_ms", "t_expert_iqr_ms", "t_submission_wall_ms", "speedup", "throughput", "throughput_unit",
-                "expert_error", "t_baselines_ms", "baseline_errors", "baseline_notes", "calls", "kernels")
+                "expert_error", "t_baselines_ms", "baseline_errors", "baseline_notes", "calls", "kernels",
+                "waived_flags")
 
 
 def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[str, Any]:
@@ -42,6 +43,7 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         "submission": meta["submission"],
         "device": meta["device"],
         "sealed": meta["sealed"],
+        "trusted": bool(meta.get("trusted")),
         "isolation": "process" if "process" in isolations else (isolations.pop() if len(isolations) == 1 else "none"),
         "status": status,
         "reward": statistics.median(rewards) if status == "correct" else reward.FLOOR,
@@ -80,6 +82,8 @@ def terminal_lines(document: dict) -> list[str]:
     header = (f"environment {env['name']} v{env['version']} | submission {sub['path']} (sha256 {sub['sha256'][:12]}) | "
               f"{document['device']['description']} | {'sealed' if document['sealed'] else 'local check'} | "
               f"isolation {document['isolation']}")
+    if document.get("trusted"):
+        header += " | TRUSTED: forbidden kernels waived (calibration, never an agent's grade)"
     unit = next((s["throughput_unit"] for s in document["sizes"] if s.get("throughput_unit")), "GB/s")
     columns = f"{'size':<26} {'kind':<6} {'status':<8} {'error/tolerance':>17} {'t_sub ms':>10} {'t_exp ms':>10} " \
               f"{'speedup':>8} {unit:>9}"
@@ -99,6 +103,9 @@ def terminal_lines(document: dict) -> list[str]:
                      for k, v in (s.get("t_baselines_ms") or {}).items()]
             failed = [f"{k}: {v}" for k, v in (s.get("baseline_notes") or {}).items()]
             lines.append(f"baseline at {name[:26]} (context, not in the reward): {'; '.join(timed + failed)}")
+    waived = [w for s in document["sizes"] for w in (s.get("waived_flags") or [])]
+    for w in waived[:5]:
+        lines.append(f"waived (trusted) {w['code']} at {w['size']}: {w['detail']}")
     for f in document["flags"][:20]:
         lines.append(f"flag {f['code']} at {f['size']}: {f['detail']}")
     if len(document["flags"]) > 20:

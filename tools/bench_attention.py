@@ -18,6 +18,7 @@ import argparse
 import importlib.util
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -51,9 +52,11 @@ def arguments(fresh: dict) -> list:
 
 
 def time_kernel(module, dims, reps: int, flush: torch.Tensor, seed: int):
-    """(median ms, worst error / tolerance) over ``reps`` timed calls after one warm-up."""
-    times, worst = [], 0.0
+    """(median ms, worst error / tolerance, first call s) over ``reps`` timed calls after one
+    warm-up; the first call's wall time (prepare included) is where compilation shows."""
+    times, worst, first_s = [], 0.0, None
     for rep in range(reps + 1):
+        began = time.perf_counter()
         fresh = nodus_inputs.make_inputs(ENV, dims, seed + rep, torch.device("cuda"))
         args = arguments(fresh)
         if hasattr(module, "prepare"):
@@ -68,10 +71,12 @@ def time_kernel(module, dims, reps: int, flush: torch.Tensor, seed: int):
         torch.cuda.synchronize()
         if rep:
             times.append(start.elapsed_time(end))
+        else:
+            first_s = time.perf_counter() - began
         references = ENV.reference(fresh)
         for check in check_outputs(list(outputs), references, ENV.contract, ENV.tolerance):
             worst = max(worst, check.error / check.limit)
-    return statistics.median(times), worst
+    return statistics.median(times), worst, first_s
 
 
 def cudnn_writes_past_outputs(module, dims, seed: int) -> bool:
@@ -125,7 +130,7 @@ def main() -> int:
     for row in rows:
         cells = []
         for n in names:
-            ms, err = row.get(n) or (None, None)
+            ms, err, _ = row.get(n) or (None, None, None)
             cells.append(f"{ms:12.3f} {err:5.2f}" if ms is not None else f"{'-':>12} {'-':>5}")
         cudnn = row["cudnn"][0] if row.get("cudnn") else None
         sol = row["solution"][0] if row.get("solution") else None
@@ -135,6 +140,8 @@ def main() -> int:
                 (f"{cudnn / sol:10.3f}x" if cudnn and sol else f"{'-':>11}") + \
                 (f"{cudnn / flex:11.3f}x" if cudnn and flex else f"{'-':>12}") + f"  {row.get('oob', '-')}"
         print(f"{row['size']:<10} {row['dims']:<34} " + " ".join(cells) + extra)
+    print("first call, s (compilation, plan building, prepare): " + "; ".join(
+        f"{row['size']} " + " ".join(f"{n} {row[n][2]:.1f}" for n in names if row.get(n)) for row in rows))
     return 0
 
 
