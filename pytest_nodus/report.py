@@ -20,7 +20,7 @@ SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
 _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms",
                 "t_submission_iqr_ms", "t_expert_iqr_ms", "t_submission_wall_ms", "speedup", "throughput", "throughput_unit",
                 "expert_error", "t_baselines_ms", "baseline_errors", "baseline_notes", "calls", "kernels",
-                "waived_flags")
+                "waived_flags", "device")
 
 
 def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[str, Any]:

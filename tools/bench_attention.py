@@ -1,6 +1,6 @@
 """attention_backward on the GPU, outside the grader: every kernel at every timed size.
 
-    python3 tools/bench_attention.py [--sealed sealed_fixtures] [--reps 10] [--kernels a,b,...]
+    python3 tools/bench_attention.py [--sealed sealed_fixtures] [--reps 10] [--kernels a,b,...] [--only hidden-4,...]
 
 For each public (and, with --sealed, hidden) size: fresh inputs per repetition, L2 flushed,
 CUDA events around the call, median over repetitions; each kernel's worst error against
@@ -99,12 +99,15 @@ def main() -> int:
     parser.add_argument("--sealed", type=Path)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--kernels", default=",".join(KERNELS))
+    parser.add_argument("--only", help="comma-separated size labels, e.g. hidden-4")
     args = parser.parse_args()
     names = args.kernels.split(",")
     modules = {n: load(n, KERNELS[n]) for n in names}
     sizes = [("public", i, d) for i, d in enumerate(ENV.public_sizes)]
     if args.sealed:
         sizes += [("hidden", i, d) for i, d in enumerate(load_hidden_sizes(args.sealed, ENV, "cuda"))]
+    if args.only:
+        sizes = [s for s in sizes if f"{s[0]}-{s[1]}" in args.only.split(",")]
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__}", flush=True)
     rows = []

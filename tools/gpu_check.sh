@@ -7,7 +7,7 @@
 #   bash tools/gpu_check.sh cheats       # every cheat of both environments (two sizes each)
 #   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
-#   bash tools/gpu_check.sh baselines    # solution at two public sizes with the FlexAttention baseline
+#   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline
 #   bash tools/gpu_check.sh stability    # rmsnorm_stability + attention_stability: the expert graded as
 #                                        # a submission, 5 sealed reruns per environment
 #   bash tools/gpu_check.sh bench        # attention benchmark, every kernel
@@ -39,7 +39,9 @@ export -f grade; export WORK
 styles() {
   # False positives: every correct style must pass, 3 sealed reruns each (timed sizes; in
   # parallel, the per-GPU lock keeps timings exclusive).
-  ls tests/correct/rmsnorm/*.py | xargs -P 4 -I{} bash -c \
+  # STYLES="a b" grades only those (file stems), e.g. the ones a deadline cut.
+  { if [ -n "${STYLES:-}" ]; then printf 'tests/correct/rmsnorm/%s.py\n' $STYLES; else ls tests/correct/rmsnorm/*.py; fi; } |
+    xargs -P 4 -I{} bash -c \
     'f={}; grade rmsnorm correct_$(basename $f .py) $f $SEALED --nodus-reruns=3 -k "public or hidden"'
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
@@ -74,13 +76,14 @@ for MODE in "${@:-quick}"; do
     [ "$MODE" != rmsnorm_stability ] && grade attention_backward attn_expert_x5 expert/attention_backward/expert_cuda.py \
       $SEALED --nodus-reruns=5 --nodus-trusted -k "not fuzzed" ;;
   baselines)
-    grade attention_backward attn_solution_baselines expert/attention_backward/solution.py --nodus-baselines \
-      -k "public-0 or public-1" ;;
+    # Every timed size, sealed; fuzzed sizes have no baseline and are left out.
+    grade attention_backward attn_solution_baselines expert/attention_backward/solution.py $SEALED --nodus-baselines \
+      -k "not fuzzed" ;;
   bench|flex)
     kernels=$([ "$MODE" = flex ] && echo cudnn,flex || echo cudnn,flex,solution,starting)
     left=$(( NODUS_DEADLINE - $(date +%s) )); limit=${BENCH_TIMEOUT:-420}
     timeout $(( left < limit ? left : limit )) python3 tools/bench_attention.py --sealed sealed_fixtures --reps 5 \
-      --kernels $kernels 2>&1 | tee "$WORK/bench_$MODE.txt" ;;
+      --kernels $kernels ${BENCH_SIZES:+--only $BENCH_SIZES} 2>&1 | tee "$WORK/bench_$MODE.txt" ;;
   xdist)
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")
