@@ -104,7 +104,8 @@ class GradeRunner:
         last = failed[-1] if failed else None  # Hypothesis replays the shrunk example last
         summary = SizeResult("fuzz", "fuzz", rerun, last.dims if last else None,
                              env=examples[0].env if examples else None,
-                             isolation=examples[0].isolation if examples else None)
+                             isolation=examples[0].isolation if examples else None,
+                             device=self.grader.device.torch_name)
         summary.calls = sum(r.calls for r in examples)
         for r in examples:
             if r.error is not None:

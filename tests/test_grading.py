@@ -31,6 +31,8 @@ def test_correct_kernels_pass_three_sealed_reruns(grade, xdist, submission):
     kinds = {s["kind"] for s in document["sizes"]}
     assert kinds == {"public", "hidden", "fuzz"}
     assert len([s for s in document["sizes"] if s["kind"] == "fuzz"]) == 3
+    assert document["trusted"] is False
+    assert {s["device"] for s in document["sizes"]} == {"cpu"}  # xdist workers say which device graded
 
 
 def test_hidden_sizes_stay_hidden(grade):
