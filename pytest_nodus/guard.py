@@ -99,6 +99,9 @@ class ThreadCensus:
 class EscapeTripwire:
     _EVENTS = {"open", "os.listdir", "os.scandir", "os.chdir", "os.walk", "glob.glob", "shutil.copyfile",
                "os.readlink"}
+    # Signals to another process (the grader, most likely): Landlock's signal scope refuses
+    # them; the record makes the attempt a flag even when the refusal is caught.
+    _SIGNAL_EVENTS = {"os.kill", "os.killpg"}
 
     def __init__(self, allowed_roots) -> None:
         import os
@@ -106,11 +109,16 @@ class EscapeTripwire:
         self._realpath = os.path.realpath
         self._roots = tuple(sorted({self._realpath(r).rstrip("/") + "/" for r in allowed_roots}))
         # /proc is readable (libraries need it) but other processes' entries are snooping.
-        self._own_proc = f"/proc/{os.getpid()}/"
+        self._pid = os.getpid()
+        self._own_proc = f"/proc/{self._pid}/"
         self.attempts: list[str] = []
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args) -> None:
+        if event in self._SIGNAL_EVENTS and args and args[0] not in (self._pid, 0, -self._pid):
+            if len(self.attempts) < 20:
+                self.attempts.append(f"{event} {args[0]} (signal {args[1] if len(args) > 1 else '?'})")
+            return
         if event not in self._EVENTS or not args:
             return
         path = args[0]
