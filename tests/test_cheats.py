@@ -56,6 +56,14 @@ GPU_ONLY = {
     "cuda_graph_stale_pointers": ("wrong", {"wrong_values"}),
 }
 
+# Known holes: cheats that still score above the floor. Each test is a strict xfail, so it
+# fails the day the hole is closed (remove the marker then) and CI stays honest meanwhile.
+KNOWN_HOLES = {
+    # The sandbox reports its own times; code in its process can rewrite the reply. Needs
+    # grader-clocked timing (docs/h200/NOTES.md, Open).
+    "forge_reported_time": ("flagged", {"grader_tampering"}),
+}
+
 ATTENTION = {
     "ignores_window": ("wrong", {"wrong_values"}),
     "ignores_documents": ("wrong", {"wrong_values"}),
@@ -73,7 +81,7 @@ ATTENTION_GPU_ONLY = {"cudnn_behind_fallback": ("flagged", {"forbidden_op"})}
 
 def test_corpus_is_complete():
     on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
-    assert on_disk == set(RMSNORM) | set(GPU_ONLY)
+    assert on_disk == set(RMSNORM) | set(GPU_ONLY) | set(KNOWN_HOLES)
     assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION) | set(ATTENTION_GPU_ONLY)
 
 
@@ -94,6 +102,18 @@ def test_rmsnorm_cheat_scores_the_floor(grade, xdist, cheat):
     assert result.codes & codes, result.document["flags"]
     assert result.outcome.ret != 0
     assert "reward 9.0000" not in result.text  # nothing the sandbox prints reaches the report
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="open hole: the sandbox's reported times can be forged from inside it")
+@pytest.mark.parametrize("cheat", sorted(KNOWN_HOLES))
+def test_known_hole_scores_the_floor(grade, cheat):
+    status, codes = KNOWN_HOLES[cheat]
+    result = grade(CHEATS / "rmsnorm" / f"{cheat}.py", sealed=True)
+    if result.document is None:  # pytest.fail, not assert: a broken grade must not pass as the known xfail
+        pytest.fail(f"no grade: {result.text[-2000:]}")
+    assert result.document["reward"] == FLOOR, (result.document["status"], result.document["reward"])
+    assert result.document["status"] == status and result.codes & codes
 
 
 @pytest.mark.parametrize("cheat", sorted(ATTENTION))
