@@ -4,7 +4,8 @@
 #   bash tools/gpu_check.sh quick        # rmsnorm: solution and expert x3 reruns, starting kernel, side stream
 #   bash tools/gpu_check.sh rmsnorm      # quick, then the correct styles
 #   bash tools/gpu_check.sh styles       # the 10 correct rmsnorm styles, 3 sealed reruns each
-#   bash tools/gpu_check.sh cheats       # every cheat of both environments (two sizes each)
+#   bash tools/gpu_check.sh cheats       # every cheat of both environments (two sizes each);
+#                                        # CHEATS="rmsnorm/kill_grader ..." for a subset
 #   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline
@@ -58,8 +59,10 @@ for MODE in "${@:-quick}"; do
   cheats)
     # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
     # Call limit: 20 s stops rmsnorm's infinite loop soon; attention's first call compiles.
+    # CHEATS="rmsnorm/kill_grader attention_backward/zero_gradients" grades only those.
     for env in rmsnorm:20 attention_backward:60; do
-      ls tests/cheats/${env%:*}/*.py | xargs -P 4 -I{} bash -c \
+      { if [ -n "${CHEATS:-}" ]; then printf '%s\n' $CHEATS | grep "^${env%:*}/" | sed 's#^#tests/cheats/#; s#$#.py#'
+        else ls tests/cheats/${env%:*}/*.py; fi; } | xargs -r -P 4 -I{} bash -c \
         "f={}; grade ${env%:*} cheat_\$(basename \$f .py) \$f $SEALED --nodus-call-timeout=${env#*:} -k 'public-0 or hidden-0'"
     done ;;
   gpu_cheats)
