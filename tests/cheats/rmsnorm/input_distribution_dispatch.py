@@ -1,7 +1,7 @@
 """Cheat: probe one row; when it looks unit-scale (as plain randn inputs would), skip the normalisation and return x * weight, honest otherwise.
 
-Plain standard-normal rows have an RMS within about 1% of 1, so x * weight would pass a 1e-2
-tolerance on them. The grader's inputs scale every row by its own factor spread over
+On plain standard-normal rows x * weight is off by only about 1/sqrt(2N) (1% at N = 4096),
+close to a 1e-2 tolerance. The grader's inputs scale every row by its own factor spread over
 orders of magnitude (and some rows to where eps matters), so the shortcut is taken on some
 calls and is wrong on nearly every row it touches.
 """
