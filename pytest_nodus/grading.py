@@ -88,6 +88,13 @@ class SizeResult:
             self.flags.append({"size": self.id, "code": code, "detail": detail[:300]})
         self.status = reward.status_of(f["code"] for f in self.flags)
 
+    def waive(self, code: str, detail: str) -> None:
+        """Record what ``flag`` would have raised, without scoring it (--nodus-trusted)."""
+        waived = {"size": self.id, "code": code, "detail": self.public_text(detail)[:300]}
+        self.waived_flags = self.waived_flags or []
+        if waived not in self.waived_flags:
+            self.waived_flags.append(waived)
+
     def note_error(self, error: float, limit: float) -> None:
         """Keep the worst error seen (relative to its tolerance) over all calls and outputs."""
         if self.error is None or error / limit > self.error / self.tolerance:
@@ -268,14 +275,8 @@ class Grader:
             hit = next((n for n in names if re.search(pattern, n)), None)
             if hit is None:
                 continue
-            detail = f"ran '{hit[:80]}', which this environment forbids"
-            if self.trusted:
-                waived = {"size": result.id, "code": "forbidden_op", "detail": result.public_text(detail)}
-                result.waived_flags = result.waived_flags or []
-                if waived not in result.waived_flags:
-                    result.waived_flags.append(waived)
-            else:
-                result.flag("forbidden_op", detail)
+            record = result.waive if self.trusted else result.flag
+            record("forbidden_op", f"ran '{hit[:80]}', which this environment forbids")
 
     # -- sizes ---------------------------------------------------------------------------
     def grade_size(self, env: Environment, size: Size, label: str, rerun: int = 0) -> SizeResult:

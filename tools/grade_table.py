@@ -9,18 +9,19 @@ from pathlib import Path
 
 
 def main(paths):
-    rows = []
+    rows, trusted = [], False
     for path in paths:
         g = json.loads(Path(path).read_text())
         flags = ",".join(sorted({f["code"] for f in g["flags"]})) or "-"
         speed = f"{g['speedup']:.3f}" if g["speedup"] else "-"
         r = g["reruns"]
+        trusted |= bool(g.get("trusted"))
         status = g["status"] + ("*" if g.get("trusted") else "")  # *: --nodus-trusted calibration
         rows.append(f"{Path(path).stem:<28} {status:<8} {g['reward']:>8.3f} {speed:>7} "
                     f"[{r['min']:.3f} {r['median']:.3f} {r['max']:.3f}] {g['wall_s']:>6.1f}s {flags}")
     print(f"{'grade':<28} {'status':<8} {'reward':>8} {'speedup':>7} [min median max] {'wall':>7} flags")
     print("\n".join(rows))
-    if any(r.split()[1].endswith("*") for r in rows):
+    if trusted:
         print("* trusted (--nodus-trusted): forbidden kernels waived, a calibration grade")
     for path in paths:
         g = json.loads(Path(path).read_text())
