@@ -57,7 +57,8 @@ class SizeResult:
     t_expert_ms: float | None = None
     t_submission_iqr_ms: float | None = None
     t_expert_iqr_ms: float | None = None
-    t_submission_wall_ms: float | None = None
+    t_submission_grader_ms: float | None = None  # per call on the grader's clock (pytest_nodus.clock)
+    t_submission_claimed_ms: float | None = None  # per call as the sandbox reported it
     speedup: float | None = None
     throughput: float | None = None
     throughput_unit: str | None = None
@@ -206,8 +207,25 @@ class Grader:
         slot = self._placers[(role, env.name)].place(fresh, outputs)
         scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
         order = [spec.name for spec in env.contract.inputs]
-        reply, wall_ms = sandbox.request({"op": "call", "layout": slot.layout, "scalars": scalars, "order": order},
-                                         timeout)
+        baseline = role.startswith("baseline:")
+        if baseline:
+            slot.write_now(fresh)  # a baseline's untimed prepare reads them while armed
+        reply = sandbox.request({"op": "call", "layout": slot.layout, "scalars": scalars, "order": order}, timeout)
+        grader_ms, receipts = None, slot.receipts
+        if reply.get("ok") and reply.get("stage") == "armed":
+            sandbox.clock.open([] if baseline else slot.copies(fresh), slot.receipts)
+            sandbox.send({"op": "go"})
+            reply = sandbox.receive(timeout, during="a call")
+            if reply.get("ok") and reply.get("stage") == "enqueued":
+                receipts = sandbox.clock.close(slot.receipts)
+                reply = sandbox.receive(timeout, during="a call's report")
+                grader_ms = sandbox.clock.elapsed_ms(timeout)
+                if grader_ms is None:
+                    raise SandboxFailure("timeout", "timeout", f"the call's end never reached the GPU within {timeout:.0f} s")
+            elif reply.get("ok"):
+                raise SandboxFailure("flagged", "protocol_violation", "the sandbox reported a call it never enqueued")
+        elif reply.get("ok"):
+            raise SandboxFailure("flagged", "protocol_violation", "the sandbox did not arm the call")
         submission = role == "submission"
         flags = reply.get("flags")
         if not isinstance(flags, list) or not all(isinstance(f, dict) for f in flags):
@@ -236,7 +254,7 @@ class Grader:
                     raise SandboxFailure("error", "expert_failed", f"the expert changed input '{name}'")
         if not any(f["code"] in ("wrong_output", "wrong_shape", "wrong_dtype", "wrong_device", "tensor_subclass",
                                  "output_aliases_input") for f in flags):
-            for check in check_outputs(slot.receipts, references, env.contract, env.tolerance):
+            for check in check_outputs(receipts, references, env.contract, env.tolerance):
                 if submission:
                     result.note_error(check.error, check.limit)
                     if not check.passed:
@@ -255,7 +273,7 @@ class Grader:
             if not _is_number(reply.get(key)):
                 raise SandboxFailure("flagged", "protocol_violation", f"missing or invalid {key} in reply")
         self._warmed.add(first_call)
-        return timing.CallTimes(reply["t_stream_ms"], reply["t_call_ms"], wall_ms), references
+        return timing.CallTimes(reply["t_stream_ms"], reply["t_call_ms"], grader_ms), references
 
     def _finish_flags(self, env: Environment, reply: dict, result: SizeResult) -> None:
         flags = reply.get("flags")
@@ -332,7 +350,7 @@ class Grader:
                         if round_number >= plan.warmup:
                             times[role].append(call)
                 for role in ("expert", "submission"):
-                    reply, _ = sandboxes[role].request({"op": "finish"}, self._timeout(env))
+                    reply = sandboxes[role].request({"op": "finish"}, self._timeout(env))
                     if role == "submission":
                         self._finish_flags(env, reply, result)
             except SandboxFailure as failure:
@@ -373,9 +391,16 @@ class Grader:
     def _summarise_times(self, env, size, times, result: SizeResult) -> None:
         latency = timing.sync_latency(times["expert"])
         expert_time = timing.counted(times["expert"], latency)
-        submission_time = timing.counted(times["submission"], latency)
+        claimed = timing.counted(times["submission"], latency)
+        overhead = timing.clock_overhead(times["expert"])
+        result.t_submission_grader_ms = timing.grader_time_ms(times["submission"], overhead)
+        if (reason := timing.forged_time_flag(claimed.median, result.t_submission_grader_ms, self.device.kind)):
+            result.flag("forged_time", reason)
         result.t_expert_ms, result.t_expert_iqr_ms = expert_time.median, expert_time.iqr
-        result.t_submission_ms, result.t_submission_iqr_ms = submission_time.median, submission_time.iqr
+        result.t_submission_claimed_ms, result.t_submission_iqr_ms = claimed.median, claimed.iqr
+        # Never less than the grader's own clock saw: a claim within the slack buys nothing.
+        result.t_submission_ms = max(t for t in (claimed.median, result.t_submission_grader_ms) if t is not None) \
+            if claimed.median is not None else None
         baseline_times = {role.removeprefix("baseline:"): timing.counted(calls, latency).median
                           for role, calls in times.items() if role.startswith("baseline:") and calls}
         result.t_baselines_ms = baseline_times or None
@@ -383,10 +408,9 @@ class Grader:
             result.speedup = result.t_expert_ms / result.t_submission_ms
             result.throughput = env.throughput(size.dims, result.t_submission_ms)
         if self.device.kind != "cuda":
-            return  # CPU times are reported, not policed: no floor, no streams
+            return  # CPU times are reported and held to the grader's clock; no floor, no streams
         if (reason := timing.pending_work_flag(times["submission"], latency)) is not None:
             result.flag("pending_work", reason)
-        result.t_submission_wall_ms = timing.wall_implied_ms(times["submission"], times["expert"])
         peaks = self.device.peaks
         if peaks is not None:
             floor = devices.FLOOR_FRACTION * env.physical_floor_ms(size.dims, peaks.bytes_per_s, peaks.flops_per_s)
@@ -412,7 +436,7 @@ class Grader:
             fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun), self.torch_device)
             self._call(env, submission, dims, fresh, None, result, "submission", timed=False)
             result.calls = 1
-            reply, _ = submission.request({"op": "finish"}, self._timeout(env))
+            reply = submission.request({"op": "finish"}, self._timeout(env))
             self._finish_flags(env, reply, result)
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)

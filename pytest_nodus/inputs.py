@@ -9,10 +9,12 @@ draws its seed from the OS and never shows it.
 Inputs and output receipts of a call are placed in one half of the sandbox's arena, the
 halves alternating, so consecutive calls never overlap and addresses repeat every other
 call with new values in them: a cache keyed on pointers (or a replayed CUDA graph) hits
-and returns a stale answer, which verification then catches. Call n+1's values are
-written only after call n returned: no call can see, and batch, the inputs of a later one. The grader keeps its own pristine copy
-of every input: the reference is computed from it, and the arena copy is compared with it
-after the call to catch mutation. Receipts are poisoned with NaN before every call.
+and returns a stale answer, which verification then catches. A call's values are written
+into the arena only once the grader's clock has started for it (:mod:`pytest_nodus.clock`),
+so no call can see, and batch, the inputs of a later one, and no work on them can start
+before they are timed. The grader keeps its own pristine copy of every input: the
+reference is computed from it, and the arena copy is compared with it after the call to
+catch mutation. Receipts are poisoned with NaN before every call.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import numpy as np
 import torch
 
 from pytest_nodus import transport
-from pytest_nodus.correctness import poison_
 
 
 def fresh_grade_seed() -> int:
@@ -49,9 +50,20 @@ class ArenaTooSmall(Exception):
 
 @dataclass
 class Placement:
-    inputs: dict[str, torch.Tensor]  # grader-side views of the arena
+    inputs: dict[str, torch.Tensor]  # grader-side views of the arena, not yet written
     receipts: list[torch.Tensor]
     layout: dict[str, Any]  # what the sandbox needs to build the same views
+
+    def copies(self, fresh: dict[str, Any]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(arena view, pristine input) pairs, for the clock to write inside its window."""
+        return [(view, fresh[name]) for name, view in self.inputs.items()]
+
+    def write_now(self, fresh: dict[str, Any]) -> None:
+        """Write the inputs ahead of the call: only for a trusted file's untimed ``prepare``."""
+        for view, pristine in self.copies(fresh):
+            view.copy_(pristine)
+        if self.receipts and self.receipts[0].device.type == "cuda":
+            torch.cuda.synchronize(self.receipts[0].device)  # the sandbox reads from another context
 
 
 class ArenaPlacer:
@@ -76,17 +88,13 @@ class ArenaPlacer:
         for name, value in tensors.items():
             dtype = str(value.dtype).removeprefix("torch.")
             views[name] = transport.arena_view(self.arena, offset, tuple(value.shape), dtype)
-            views[name].copy_(value)
             layout_inputs[name] = [offset, list(value.shape), dtype]
             offset += transport.aligned(transport.tensor_nbytes(value.shape, value.dtype))
         receipts, layout_receipts = [], []
         for shape, dtype in outputs:
             receipt = transport.arena_view(self.arena, offset, shape, dtype)
-            poison_(receipt)
             receipts.append(receipt)
             layout_receipts.append([offset, list(shape), dtype])
             offset += transport.aligned(transport.tensor_nbytes(shape, dtype))
-        if self.arena.device.type == "cuda":
-            torch.cuda.synchronize(self.arena.device)  # the sandbox reads from another context
         return Placement(views, receipts, {"inputs": layout_inputs, "receipts": layout_receipts})
 

@@ -63,6 +63,7 @@ class Sandbox:
         self.cache_dir = cache_dir  # persistent compile cache, for the trusted expert only
         self.process: subprocess.Popen | None = None
         self.arena = None  # grader-owned; must outlive the process that maps it
+        self.clock = None  # the grader's clock for this sandbox's calls (pytest_nodus.clock)
         self.isolation = "none"
         self.scratch: Path | None = None
 
@@ -72,9 +73,11 @@ class Sandbox:
         import torch
 
         from pytest_nodus import transport as _transport
+        from pytest_nodus.clock import GraderClock
 
         self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
         self.arena, arena_description = _transport.create_arena(torch.device(self.device), arena_capacity, self.scratch)
+        self.clock = GraderClock(torch.device(self.device))
         kernel_copy = self.scratch / "kernel_under_test.py"
         shutil.copyfile(self.kernel_path, kernel_copy)
         req_r, req_w = os.pipe()
@@ -104,9 +107,11 @@ class Sandbox:
                                         start_new_session=True)
         os.close(req_r)
         os.close(rep_w)
+        self.clock.pid = self.process.pid
         self._requests = Connection(req_w, readable=False)
         self._replies = Connection(rep_r, writable=False)
-        transport.send_request(self._requests, {"op": "arena", "arena": arena_description})
+        transport.send_request(self._requests, {"op": "arena", "arena": arena_description,
+                                                "clock": self.clock.handles()})
         hello, _ = self._await_reply(self.startup_timeout_s, during="start-up")
         self.isolation = str(hello.get("isolation", "none"))
         if not hello.get("ok"):
@@ -123,6 +128,7 @@ class Sandbox:
                 pass
         self._kill()
         self.arena = None
+        self.clock = None
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
@@ -138,22 +144,28 @@ class Sandbox:
             return ""
 
     # -- requests -----------------------------------------------------------------------
-    def request(self, message: dict, timeout_s: float) -> tuple[dict, float]:
-        """Send one request; return (reply, grader wall-clock ms). Raises SandboxFailure."""
+    def request(self, message: dict, timeout_s: float) -> dict:
+        """Send one request and return its reply. Raises SandboxFailure."""
+        self.send(message)
+        return self.receive(timeout_s, during=f"a {message['op']}")
+
+    def send(self, message: dict) -> None:
         if not self.alive:
             raise SandboxFailure("error", "sandbox_dead", "the sandbox is no longer running")
         if self._replies.poll(0):
             # Nothing may arrive unasked: a forged reply queued ahead of the real one.
             raise SandboxFailure("flagged", "protocol_violation", "the sandbox sent data nobody asked for")
-        t0 = time.perf_counter_ns()
         try:
             transport.send_request(self._requests, message)
         except OSError:
             raise self._death("a request") from None
-        reply, t1 = self._await_reply(timeout_s, during=f"a {message['op']}")
+
+    def receive(self, timeout_s: float, during: str) -> dict:
+        """The next reply (a ``go`` has two: ``enqueued``, then the report)."""
+        reply, _ = self._await_reply(timeout_s, during=during)
         if "harness_error" in reply:
             raise SandboxFailure("error", "harness_error", str(reply["harness_error"])[:300])
-        return reply, (t1 - t0) / 1e6
+        return reply
 
     def _await_reply(self, timeout_s: float, during: str) -> tuple[dict, int]:
         deadline = time.monotonic() + timeout_s

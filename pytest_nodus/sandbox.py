@@ -6,15 +6,21 @@ only then imports the kernel file from its scratch directory. From then on it an
 grader's requests, one at a time:
 
 ``call``
-    one call of the kernel on inputs the grader placed in the arena (the grader-owned
-    memory mapped at start-up), every call the same procedure, so checked and
-    timed calls cannot be told apart: scrub free memory with NaN, flush L2, synchronise;
-    time the call (CUDA events around it plus a device-wide synchronise, so work on any
-    stream is inside the timed region); check the returned objects; copy them into the
-    grader's receipts at once; report times, audit and tripwire flags.
-    A trusted file (a context baseline) may define ``prepare(*args)``: it runs before the
-    scrub and the clock, and its result is what ``kernel`` is called with. A submission's
-    ``prepare`` is never called.
+    arm one call of the kernel on inputs the grader will place in the arena (the
+    grader-owned memory mapped at start-up), every call the same procedure, so checked and
+    timed calls cannot be told apart: build the arguments, scrub free memory with NaN,
+    synchronise, answer ``armed``.
+``go``
+    the call itself, inside the grader's window (:mod:`pytest_nodus.clock`): the current
+    stream waits for the grader's ``go`` event (the inputs are in place once it fires),
+    CUDA events time the call, the outputs are checked and copied into the receipts on the
+    current stream, the grader's ``done`` event is recorded after them, and ``enqueued``
+    goes back at once so the grader can close its window. Then a device-wide synchronise
+    (work left on any stream shows in ``t_call``), and the report: times, audit and
+    tripwire flags.
+    A trusted file (a context baseline) may define ``prepare(*args)``: it runs while the
+    call is armed, before the scrub, and its result is what ``kernel`` is called with. A
+    submission's ``prepare`` is never called.
 ``finish``
     check that the last outputs did not change after their call returned, and report the
     kernel audit: every kernel and op that ran since the last ``finish``, on every stream.
@@ -23,8 +29,8 @@ grader's requests, one at a time:
     first call, a warm-up call. Starting it around each call cost ~0.5 ms per call on the
     H200, inside the timed region.
 
-Everything this process says is a claim. The grader verifies outputs itself, compares the
-claimed times with its own wall clock, and decides the grade.
+Everything this process says is a claim. The grader verifies outputs itself (in its own
+snapshot of the receipts), times each call on its own clock, and decides the grade.
 """
 
 from __future__ import annotations
@@ -50,10 +56,6 @@ _event_sync = torch.cuda.Event.synchronize
 _Tensor = torch.Tensor
 
 MAX_AUDIT_NAMES = 64
-# ~1 ms at the H200's ~2 GHz boost clock: longer than a torch.compile call's host overhead
-# (run 9 in docs/h200/NOTES.md).
-SPIN_CYCLES = 2_000_000
-_gpu_spin = torch.cuda._sleep
 
 
 def _storage_span(t: torch.Tensor) -> tuple[int, int]:
@@ -67,7 +69,7 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 class Harness:
     def __init__(self, device: torch.device, role: str, kernel, arena: torch.Tensor, audit: bool,
-                 integrity: guard.Integrity, tripwire=None, prepare=None):
+                 integrity: guard.Integrity, tripwire=None, prepare=None, clock_events=None, send=None):
         self.device = device
         self.role = role
         self.kernel = kernel
@@ -78,10 +80,11 @@ class Harness:
         self.integrity = integrity  # snapshot taken before the kernel file was imported
         self.tripwire = tripwire
         self.returned = None  # (outputs, receipts) of the last call, for the late-write check
+        self.armed = None  # (args, receipts, expected, flags) between ``call`` and ``go``
+        self.clock_events = clock_events  # the grader's (go, done) interprocess events
+        self.send = send  # for the ``enqueued`` reply, ahead of the report
         self._profiler = self._start_audit()
         if device.type == "cuda":
-            l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20)
-            self.flush_buffer = torch.empty(max(4 * l2, 256 << 20), dtype=torch.uint8, device=device)
             self.events = [_Event(enable_timing=True) for _ in range(3)]
 
     # -- requests -----------------------------------------------------------------
@@ -94,13 +97,14 @@ class Harness:
         return {"ok": True, "flags": flags, "audit": audit}
 
     def call(self, message):
+        """Arm: everything before the clock, so that ``go`` is only the call."""
+        self.armed = None
         flags = self._late_write_flags()
         layout = message["layout"]
         inputs = {name: transport.arena_view(self.arena, *where) for name, where in layout["inputs"].items()}
         receipts = [transport.arena_view(self.arena, *where) for where in layout["receipts"]]
         expected = [(tuple(r.shape), r.dtype) for r in receipts]
         args = [inputs[name] if name in inputs else message["scalars"][name] for name in message["order"]]
-        cuda = self.device.type == "cuda"
         if self.prepare is not None:
             try:
                 args = self.prepare(*args)
@@ -108,17 +112,23 @@ class Harness:
                 return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:300], "where": "prepare"},
                         "flags": flags}
         guard.poison_free_memory(expected, self.device)
+        if self.device.type == "cuda":
+            _cuda_synchronize()
+        self.armed = (args, receipts, expected, flags)
+        return {"ok": True, "stage": "armed"}
+
+    def go(self, message):
+        if self.armed is None:
+            return {"ok": False, "harness_error": "go without an armed call"}
+        args, receipts, expected, flags = self.armed
+        self.armed = None
+        cuda = self.device.type == "cuda"
         self.census.start()
         if cuda:
-            _cuda_synchronize()
-            # Flush L2, then keep the GPU busy for a moment before the clock starts, so the
-            # host can enqueue the call while the GPU waits: launch latency is then not
-            # timed as idle GPU. do_bench relies on its flush alone; on the H200, with the flush
-            # alone, the torch.compile expert at 16384 x 8192 timed 0.35-0.46 ms, with the spin
-            # 0.129 ms, its known time (docs/h200/NOTES.md, runs 8 and 9).
-            self.flush_buffer.zero_()
-            _gpu_spin(SPIN_CYCLES)
-            start, returned_at, done = self.events
+            go, done = self.clock_events
+            stream = torch.cuda.current_stream()
+            stream.wait_event(go)  # the inputs exist from here on
+            start, returned_at, synced = self.events
             _event_record(start)
         t0 = _perf_counter_ns()
         try:
@@ -129,18 +139,22 @@ class Harness:
                                            "where": _submission_frame(exc)}, "flags": flags}
         if cuda:
             _event_record(returned_at)
-            _cuda_synchronize()  # device-wide: side streams and deferred launches finish here
-            _event_record(done)
-            _event_sync(done)
         t1 = _perf_counter_ns()
-        threads = self.census.new_alive()
         outputs, output_flags = self._normalise(result, expected)
         if outputs is not None:
-            # Copy out before anything else: what the grader sees is the state at return.
+            # Copy out on the current stream, before anything else: what the grader snapshots
+            # at ``done`` is the state at return (work left on other streams is not in it).
             for receipt, out in zip(receipts, outputs):
                 receipt.copy_(out)
-            if cuda:
-                _cuda_synchronize()
+        if cuda:
+            done.record(stream)
+        self.send({"ok": True, "stage": "enqueued"})
+        if cuda:
+            _cuda_synchronize()  # device-wide: side streams and deferred launches finish here
+            _event_record(synced)
+            _event_sync(synced)
+        threads = self.census.new_alive()
+        if outputs is not None:
             self.returned = (outputs, receipts)
         flags += output_flags
         if threads:
@@ -150,7 +164,7 @@ class Harness:
         reply = {"ok": True, "flags": flags}
         if cuda:
             reply["t_stream_ms"] = _event_elapsed(start, returned_at)
-            reply["t_call_ms"] = _event_elapsed(start, done)
+            reply["t_call_ms"] = _event_elapsed(start, synced)
         else:
             reply["t_stream_ms"] = reply["t_call_ms"] = (t1 - t0) / 1e6
         return reply
@@ -302,6 +316,10 @@ def main(argv=None) -> int:
     # Map the grader's arena now: once confined, this process could not import CUDA IPC memory.
     first = transport.recv_request(requests)
     arena = transport.open_shared(first["arena"])
+    clock_events = None
+    if device.type == "cuda":
+        # The grader's clock events, opened now for the same reason as the arena.
+        clock_events = tuple(torch.cuda.Event.from_ipc_handle(device, first["clock"][k]) for k in ("go", "done"))
     try:
         import triton  # noqa: F401  imported before confinement: the submission may use it
         import triton.language  # noqa: F401
@@ -335,9 +353,9 @@ def main(argv=None) -> int:
                                         "error": {"type": type(exc).__name__, "message": f"{str(exc)[:300]}{where}"}})
         return 0
     harness = Harness(device, args.role, kernel, arena, audit=not args.no_audit, integrity=integrity, tripwire=tripwire,
-                      prepare=prepare)
+                      prepare=prepare, clock_events=clock_events, send=lambda reply: transport.send_reply(replies, reply))
     transport.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid()})
-    handlers = {"call": harness.call, "finish": harness.finish}
+    handlers = {"call": harness.call, "go": harness.go, "finish": harness.finish}
     while True:
         try:
             message = transport.recv_request(requests)

@@ -4,20 +4,24 @@ The sandbox times each call with CUDA events on the current stream (``t_stream``
 the moment the call returned) and to the end of a device-wide synchronise (``t_call``),
 or with ``perf_counter`` on the CPU. Expert and submission are timed in the same run,
 interleaved call by call (order alternating), each call on fresh inputs with L2 flushed.
+Those are the sandbox's claims; the grader also times every call on its own clock
+(:mod:`pytest_nodus.clock`), and that window is what the claims are held to.
 
-Three checks turn the claims into numbers the grader trusts:
+Four checks turn them into numbers the grader trusts:
 
+- **The grader's clock.** The window holds the call plus a fixed cost (input copies,
+  flush, receipt copies) that is the same for expert and submission at a size. The
+  expert's claims are trusted (it is the grader's own code in its own process), so the
+  fixed cost is measured on it: ``overhead = median(window - t_stream)`` over its calls.
+  The submission's time on the grader's clock is ``median(window) - overhead``. The
+  counted time is the larger of that and the claim, so a claim can never make a call
+  cheaper than the grader saw it; a claim far under it (beyond the slack below) is a
+  forged time and flagged.
 - **Work left running at return.** ``t_call - t_stream`` is the time the device was still
   busy after the call returned on the current stream. For the expert it is only the
   synchronise's own latency ``L``; a submission's excess over ``L`` is work on another
-  stream (or launched late) and is flagged, and the counted time is
+  stream (or launched late) and is flagged, and the claimed time is
   ``max(t_stream, t_call - L)``: timed in full either way.
-- **Wall clock (recorded, not enforced).** The grader measures each request's round trip
-  itself; ``wall - O`` (``O``: the expert's per-call overhead at this size) is stored as
-  ``t_submission_wall_ms``. As a flag it was unsound: on the H200 a 25% slack flagged 4 of
-  9 correct kernel styles (torch-op composites, joined streams, per-input CUDA graphs),
-  because the harness's own work around a call (allocator refills, copies) varies with the
-  submission's memory behaviour. Enforcing it needs that work moved out of the window.
 - **Physical floor.** Faster than moving the size's bytes or doing its FLOPs at the
   datasheet peak (with :data:`devices.FLOOR_FRACTION` slack) is impossible.
 """
@@ -30,6 +34,12 @@ from dataclasses import dataclass, field
 # Work still running after return is flagged above the expert's sync latency plus this.
 PENDING_SLACK_ABS_MS = 0.05
 PENDING_SLACK_REL = 0.05
+# A claim is a forgery when the grader's clock saw more than the claim plus this much.
+# GPU: for honest kernels the two agreed within 1% (under 0.002 ms, rmsnorm solution and a
+# streams style, 16 sizes, H200 run 16), while a forger claiming half was seen at its true
+# time. CPU: the clock is the sandbox's CPU time, which holds Python bookkeeping around
+# the call (0.3-0.5 ms, varying by 0.1-0.2 ms on the 2-core CI machine).
+CLOCK_SLACK = {"cuda": (0.01, 0.10), "cpu": (0.5, 0.5)}  # (ms, fraction of the claim)
 
 
 @dataclass
@@ -56,7 +66,7 @@ class CallTimes:
 
     t_stream_ms: float
     t_call_ms: float
-    wall_ms: float
+    grader_ms: float | None  # the grader's window (None: the call never reached it)
 
 
 def sync_latency(expert_calls: list[CallTimes]) -> float:
@@ -82,12 +92,28 @@ def pending_work_flag(calls: list[CallTimes], latency_ms: float) -> str | None:
     return None
 
 
-def wall_implied_ms(submission: list[CallTimes], expert: list[CallTimes]) -> float | None:
-    """The submission's per-call time as the grader's own clock sees it (diagnostic)."""
-    if not submission or not expert:
+def clock_overhead(expert_calls: list[CallTimes]) -> float | None:
+    """The window's fixed cost at this size, measured on the (trusted) expert."""
+    spans = [c.grader_ms - c.t_stream_ms for c in expert_calls if c.grader_ms is not None]
+    return statistics.median(spans) if spans else None
+
+
+def grader_time_ms(calls: list[CallTimes], overhead: float | None) -> float | None:
+    """A kernel's per-call time as the grader's own clock saw it."""
+    windows = [c.grader_ms for c in calls if c.grader_ms is not None]
+    if overhead is None or not windows:
         return None
-    overhead = statistics.median(c.wall_ms - c.t_call_ms for c in expert)
-    return max(statistics.median(c.wall_ms for c in submission) - overhead, 0.0)
+    return max(statistics.median(windows) - overhead, 0.0)
+
+
+def forged_time_flag(claimed_ms: float | None, grader_ms: float | None, device_kind: str) -> str | None:
+    if claimed_ms is None or grader_ms is None:
+        return None
+    slack_abs, slack_rel = CLOCK_SLACK[device_kind]
+    if grader_ms > claimed_ms * (1 + slack_rel) + slack_abs:
+        return (f"the sandbox reported {claimed_ms:.4f} ms per call; the grader's clock measured {grader_ms:.4f} ms "
+                "(reported times were forged)")
+    return None
 
 
 def floor_flag(time_ms: float | None, floor_ms: float | None) -> str | None:

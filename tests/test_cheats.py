@@ -48,6 +48,8 @@ RMSNORM = {
     "sizes_from_sys_modules": ("wrong", {"wrong_values"}),
     "seed_from_gc": ("wrong", {"wrong_values"}),
     "sizes_from_stack": ("wrong", {"wrong_values"}),
+    # Rewrites the sandbox's reports from inside it; held to the grader's own clock.
+    "forge_reported_time": ("flagged", {"forged_time"}),
 }
 # Only meaningful on a GPU (graded by tools/gpu_check.sh cheats on the H200); expected there:
 GPU_ONLY = {
@@ -59,9 +61,10 @@ GPU_ONLY = {
 # Known holes: cheats that still score above the floor. Each test is a strict xfail, so it
 # fails the day the hole is closed (remove the marker then) and CI stays honest meanwhile.
 KNOWN_HOLES = {
-    # The sandbox reports its own times; code in its process can rewrite the reply. Needs
-    # grader-clocked timing (docs/h200/NOTES.md, Open).
-    "forge_reported_time": ("flagged", {"grader_tampering"}),
+    # The kernel audit runs in the submission's process (the profiler sees only the process it
+    # runs in), so the audit the sandbox reports can be rewritten from inside it. Needs a
+    # vantage point outside that process (docs/h200/NOTES.md, Open).
+    "rmsnorm_audit/strip_audit": ("flagged", {"forbidden_op"}),
 }
 
 ATTENTION = {
@@ -81,7 +84,7 @@ ATTENTION_GPU_ONLY = {"cudnn_behind_fallback": ("flagged", {"forbidden_op"})}
 
 def test_corpus_is_complete():
     on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
-    assert on_disk == set(RMSNORM) | set(GPU_ONLY) | set(KNOWN_HOLES)
+    assert on_disk == set(RMSNORM) | set(GPU_ONLY)
     assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION) | set(ATTENTION_GPU_ONLY)
 
 
@@ -105,11 +108,12 @@ def test_rmsnorm_cheat_scores_the_floor(grade, xdist, cheat):
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="open hole: the sandbox's reported times can be forged from inside it")
+                   reason="open hole: the kernel audit the sandbox reports can be rewritten from inside it")
 @pytest.mark.parametrize("cheat", sorted(KNOWN_HOLES))
 def test_known_hole_scores_the_floor(grade, cheat):
     status, codes = KNOWN_HOLES[cheat]
-    result = grade(CHEATS / "rmsnorm" / f"{cheat}.py", sealed=True)
+    suite = CHEATS.parent / "envs" / "rmsnorm_audit" / "suite_rmsnorm_audit.py"
+    result = grade(CHEATS / f"{cheat}.py", suite=suite)
     if result.document is None:  # pytest.fail, not assert: a broken grade must not pass as the known xfail
         pytest.fail(f"no grade: {result.text[-2000:]}")
     assert result.document["reward"] == FLOOR, (result.document["status"], result.document["reward"])

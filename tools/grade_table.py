@@ -34,7 +34,9 @@ def main(paths):
         print(f"-- {Path(path).stem}{per_rerun}")
         for s in timed:
             baselines = "".join(f" | {k} {v:.4f} ms" for k, v in (s.get("t_baselines_ms") or {}).items())
-            print(f"   {s['id'][:24]:<24} r{s['rerun']} sub {s['t_submission_ms']:.4f} ms exp {s['t_expert_ms']:.4f} ms "
+            clock = s.get("t_submission_grader_ms")  # schema 1.3: the grader's own clock
+            clock = f" clk {clock:.4f}" if clock is not None else ""
+            print(f"   {s['id'][:24]:<24} r{s['rerun']} sub {s['t_submission_ms']:.4f} ms{clock} exp {s['t_expert_ms']:.4f} ms "
                   f"x{s['speedup']:.3f} {s['throughput'] or 0:.0f} {s['throughput_unit']} err {s['error']:.2e}{baselines}")
 
 
