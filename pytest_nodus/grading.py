@@ -210,22 +210,9 @@ class Grader:
         baseline = role.startswith("baseline:")
         if baseline:
             slot.write_now(fresh)  # a baseline's untimed prepare reads them while armed
-        reply = sandbox.request({"op": "call", "layout": slot.layout, "scalars": scalars, "order": order}, timeout)
-        grader_ms, receipts = None, slot.receipts
-        if reply.get("ok") and reply.get("stage") == "armed":
-            sandbox.clock.open([] if baseline else slot.copies(fresh), slot.receipts)
-            sandbox.send({"op": "go"})
-            reply = sandbox.receive(timeout, during="a call")
-            if reply.get("ok") and reply.get("stage") == "enqueued":
-                receipts = sandbox.clock.close(slot.receipts)
-                reply = sandbox.receive(timeout, during="a call's report")
-                grader_ms = sandbox.clock.elapsed_ms(timeout)
-                if grader_ms is None:
-                    raise SandboxFailure("timeout", "timeout", f"the call's end never reached the GPU within {timeout:.0f} s")
-            elif reply.get("ok"):
-                raise SandboxFailure("flagged", "protocol_violation", "the sandbox reported a call it never enqueued")
-        elif reply.get("ok"):
-            raise SandboxFailure("flagged", "protocol_violation", "the sandbox did not arm the call")
+        reply, receipts, grader_ms = self._clocked_call(
+            sandbox, {"op": "call", "layout": slot.layout, "scalars": scalars, "order": order},
+            [] if baseline else slot.copies(fresh), slot.receipts, timeout)
         submission = role == "submission"
         flags = reply.get("flags")
         if not isinstance(flags, list) or not all(isinstance(f, dict) for f in flags):
@@ -274,6 +261,34 @@ class Grader:
                 raise SandboxFailure("flagged", "protocol_violation", f"missing or invalid {key} in reply")
         self._warmed.add(first_call)
         return timing.CallTimes(reply["t_stream_ms"], reply["t_call_ms"], grader_ms), references
+
+    @staticmethod
+    def _clocked_call(sandbox: Sandbox, arm: dict, copies, receipts, timeout: float):
+        """Arm, open the grader's window, go. Returns (the sandbox's report, the receipts to
+        verify (the grader's snapshot when the call ran), the window's ms or None)."""
+        reply = sandbox.request(arm, timeout)
+        if reply.get("ok") and reply.get("stage") != "armed":
+            raise SandboxFailure("flagged", "protocol_violation", "the sandbox did not arm the call")
+        if not reply.get("ok"):
+            return reply, receipts, None  # prepare failed (a trusted file): reported as it raised
+        grader_ms = None
+        call_number = sandbox.clock.open(copies, receipts)
+        try:
+            sandbox.send({"op": "go", "call": call_number})
+            reply = sandbox.receive(timeout, during="a call")
+            if not reply.get("ok"):
+                return reply, receipts, None  # the kernel raised
+            if reply.get("stage") != "enqueued":
+                raise SandboxFailure("flagged", "protocol_violation", "the sandbox reported a call it never enqueued")
+            snapshot = sandbox.clock.close(receipts)
+            reply = sandbox.receive(timeout, during="a call's report")
+            grader_ms = sandbox.clock.elapsed_ms(timeout)
+            if grader_ms is None and sandbox.clock.cuda:
+                raise SandboxFailure("timeout", "timeout", f"the call did not finish on the GPU within {timeout:.0f} s")
+            return reply, snapshot, grader_ms
+        finally:
+            if grader_ms is None:
+                sandbox.clock.release()  # its flag will never be written: free the grader's stream
 
     def _finish_flags(self, env: Environment, reply: dict, result: SizeResult) -> None:
         flags = reply.get("flags")

@@ -1,9 +1,9 @@
 """Run-time checks the sandbox makes around every call of the submission.
 
 These run inside the submission's process, so each is a tripwire, not a proof: the
-grader's structural defences (verification in its own process, fresh inputs, its wall
+grader's structural defences (verification in its own process, fresh inputs, its own
 clock, Landlock) do not depend on them. They name what a cheat did, so that a grade says
-"patched time.perf_counter" rather than only "timer disagrees with wall clock".
+"patched time.perf_counter" rather than only "claimed time under the grader's clock".
 
 - :class:`Integrity`: the timing and copy primitives the harness uses, captured before the
   submission is imported, must still be the same objects after each call; no tracer,
@@ -34,6 +34,7 @@ import torch
 _WATCHED = [
     (time, "perf_counter"), (time, "perf_counter_ns"), (time, "monotonic"), (time, "monotonic_ns"),
     (time, "time"), (time, "time_ns"), (time, "process_time"), (time, "sleep"),
+    (time, "thread_time"), (time, "thread_time_ns"),
     (torch, "empty"), (torch, "empty_like"), (torch, "equal"), (torch, "is_tensor"),
     (torch.Tensor, "copy_"), (torch.Tensor, "clone"), (torch.Tensor, "data_ptr"),
     (torch.Tensor, "untyped_storage"), (torch.Tensor, "fill_"), (torch.Tensor, "zero_"),

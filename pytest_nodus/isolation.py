@@ -73,11 +73,14 @@ class Sandbox:
         import torch
 
         from pytest_nodus import transport as _transport
-        from pytest_nodus.clock import GraderClock
+        from pytest_nodus.clock import FLAG_BYTES, GraderClock
 
         self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
-        self.arena, arena_description = _transport.create_arena(torch.device(self.device), arena_capacity, self.scratch)
-        self.clock = GraderClock(torch.device(self.device))
+        arena_capacity = _transport.aligned(arena_capacity)  # keeps the flag word aligned
+        whole, arena_description = _transport.create_arena(torch.device(self.device), arena_capacity + FLAG_BYTES,
+                                                           self.scratch)
+        self.clock = GraderClock(torch.device(self.device), whole)
+        self.arena = whole[:arena_capacity]  # inputs and receipts; the flag word lies past it
         kernel_copy = self.scratch / "kernel_under_test.py"
         shutil.copyfile(self.kernel_path, kernel_copy)
         req_r, req_w = os.pipe()

@@ -47,7 +47,10 @@ import torch
 from pytest_nodus import guard, landlock, transport
 from pytest_nodus.correctness import same_bits
 
-_perf_counter_ns = time.perf_counter_ns  # captured before any submission code runs
+# Captured before any submission code runs. On the CPU a call's time is the CPU time of this
+# (the main) thread: the unit of the grader's CPU clock (pytest_nodus.clock), and steady when
+# other processes compete for the cores, as wall time is not.
+_thread_time_ns = time.thread_time_ns
 _cuda_synchronize = torch.cuda.synchronize
 _Event = torch.cuda.Event
 _event_record = torch.cuda.Event.record
@@ -69,7 +72,7 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 class Harness:
     def __init__(self, device: torch.device, role: str, kernel, arena: torch.Tensor, audit: bool,
-                 integrity: guard.Integrity, tripwire=None, prepare=None, clock_events=None, send=None):
+                 integrity: guard.Integrity, tripwire=None, prepare=None, clock=None, send=None):
         self.device = device
         self.role = role
         self.kernel = kernel
@@ -81,7 +84,7 @@ class Harness:
         self.tripwire = tripwire
         self.returned = None  # (outputs, receipts) of the last call, for the late-write check
         self.armed = None  # (args, receipts, expected, flags) between ``call`` and ``go``
-        self.clock_events = clock_events  # the grader's (go, done) interprocess events
+        self.clock = clock  # (go event, flag word, stream memory ops) of the grader's clock
         self.send = send  # for the ``enqueued`` reply, ahead of the report
         self._profiler = self._start_audit()
         if device.type == "cuda":
@@ -125,12 +128,12 @@ class Harness:
         cuda = self.device.type == "cuda"
         self.census.start()
         if cuda:
-            go, done = self.clock_events
+            go, flag, memory_ops = self.clock
             stream = torch.cuda.current_stream()
             stream.wait_event(go)  # the inputs exist from here on
             start, returned_at, synced = self.events
             _event_record(start)
-        t0 = _perf_counter_ns()
+        t0 = _thread_time_ns()
         try:
             result = self.kernel(*args)
         except BaseException as exc:  # SystemExit, pytest outcomes, KeyboardInterrupt: all failures
@@ -139,7 +142,7 @@ class Harness:
                                            "where": _submission_frame(exc)}, "flags": flags}
         if cuda:
             _event_record(returned_at)
-        t1 = _perf_counter_ns()
+        t1 = _thread_time_ns()
         outputs, output_flags = self._normalise(result, expected)
         if outputs is not None:
             # Copy out on the current stream, before anything else: what the grader snapshots
@@ -147,7 +150,7 @@ class Harness:
             for receipt, out in zip(receipts, outputs):
                 receipt.copy_(out)
         if cuda:
-            done.record(stream)
+            memory_ops.write(stream, flag, int(message["call"]))
         self.send({"ok": True, "stage": "enqueued"})
         if cuda:
             _cuda_synchronize()  # device-wide: side streams and deferred launches finish here
@@ -316,10 +319,14 @@ def main(argv=None) -> int:
     # Map the grader's arena now: once confined, this process could not import CUDA IPC memory.
     first = transport.recv_request(requests)
     arena = transport.open_shared(first["arena"])
-    clock_events = None
+    clock_parts = None
     if device.type == "cuda":
-        # The grader's clock events, opened now for the same reason as the arena.
-        clock_events = tuple(torch.cuda.Event.from_ipc_handle(device, first["clock"][k]) for k in ("go", "done"))
+        # The grader's clock: its event opened now for the same reason as the arena, and the
+        # driver's stream memory operations loaded while the library path is still readable.
+        from pytest_nodus.clock import StreamMemoryOps, flag_word
+
+        clock_parts = (torch.cuda.Event.from_ipc_handle(device, first["clock"]["go"]), flag_word(arena),
+                       StreamMemoryOps())
     try:
         import triton  # noqa: F401  imported before confinement: the submission may use it
         import triton.language  # noqa: F401
@@ -353,7 +360,7 @@ def main(argv=None) -> int:
                                         "error": {"type": type(exc).__name__, "message": f"{str(exc)[:300]}{where}"}})
         return 0
     harness = Harness(device, args.role, kernel, arena, audit=not args.no_audit, integrity=integrity, tripwire=tripwire,
-                      prepare=prepare, clock_events=clock_events, send=lambda reply: transport.send_reply(replies, reply))
+                      prepare=prepare, clock=clock_parts, send=lambda reply: transport.send_reply(replies, reply))
     transport.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid()})
     handlers = {"call": harness.call, "go": harness.go, "finish": harness.finish}
     while True:

@@ -2,7 +2,7 @@
 
 The sandbox times each call with CUDA events on the current stream (``t_stream``: start to
 the moment the call returned) and to the end of a device-wide synchronise (``t_call``),
-or with ``perf_counter`` on the CPU. Expert and submission are timed in the same run,
+or with its main thread's CPU time on the CPU. Expert and submission are timed in the same run,
 interleaved call by call (order alternating), each call on fresh inputs with L2 flushed.
 Those are the sandbox's claims; the grader also times every call on its own clock
 (:mod:`pytest_nodus.clock`), and that window is what the claims are held to.
@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 PENDING_SLACK_ABS_MS = 0.05
 PENDING_SLACK_REL = 0.05
 # A claim is a forgery when the grader's clock saw more than the claim plus this much.
-# GPU: for honest kernels the two agreed within 1% (under 0.002 ms, rmsnorm solution and a
-# streams style, 16 sizes, H200 run 16), while a forger claiming half was seen at its true
-# time. CPU: the clock is the sandbox's CPU time, which holds Python bookkeeping around
-# the call (0.3-0.5 ms, varying by 0.1-0.2 ms on the 2-core CI machine).
+# GPU: for honest kernels the two agreed within 3% over every honest grade of H200 run 17,
+# while a forger claiming half was seen at its true time. CPU: claim and clock are both the
+# sandbox main thread's CPU time; the clock also holds the Python bookkeeping around the
+# call (0.35-0.5 ms on the 2-core CI machine, the fixed cost subtracted), varying by ~0.1 ms.
 CLOCK_SLACK = {"cuda": (0.01, 0.10), "cpu": (0.5, 0.5)}  # (ms, fraction of the claim)
 
 

@@ -49,6 +49,7 @@ RMSNORM = {
     "seed_from_gc": ("wrong", {"wrong_values"}),
     "sizes_from_stack": ("wrong", {"wrong_values"}),
     # Rewrites the sandbox's reports from inside it; held to the grader's own clock.
+    "forge_constant_time": ("flagged", {"forged_time"}),
     "forge_reported_time": ("flagged", {"forged_time"}),
 }
 # Only meaningful on a GPU (graded by tools/gpu_check.sh cheats on the H200); expected there:
@@ -56,6 +57,7 @@ GPU_ONLY = {
     "side_stream": ("flagged", {"pending_work"}),
     "event_fake_join": ("flagged", {"pending_work"}),
     "cuda_graph_stale_pointers": ("wrong", {"wrong_values"}),
+    "gpu_hang": ("timeout", {"timeout"}),
 }
 
 # Known holes: cheats that still score above the floor. Each test is a strict xfail, so it

@@ -68,7 +68,7 @@ for MODE in "${@:-quick}"; do
   gpu_cheats)
     # The attention corpus and the GPU-only rmsnorm cheats (tests/test_cheats.py: GPU_ONLY).
     { ls tests/cheats/attention_backward/*.py | sed 's/^/attention_backward /'
-      for n in side_stream event_fake_join cuda_graph_stale_pointers; do echo "rmsnorm tests/cheats/rmsnorm/$n.py"; done
+      for n in side_stream event_fake_join cuda_graph_stale_pointers gpu_hang; do echo "rmsnorm tests/cheats/rmsnorm/$n.py"; done
     } | xargs -P 4 -L 1 bash -c 'grade $0 cheat_$(basename $1 .py) $1 '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
   stability|rmsnorm_stability|attention_stability)
     # The expert graded as a submission, 5 sealed reruns per environment: the reward's spread
@@ -80,8 +80,9 @@ for MODE in "${@:-quick}"; do
       $SEALED --nodus-reruns=5 --nodus-trusted -k "not fuzzed" ;;
   baselines)
     # Every timed size, sealed; fuzzed sizes have no baseline and are left out.
-    grade attention_backward attn_solution_baselines expert/attention_backward/solution.py $SEALED --nodus-baselines \
-      -k "not fuzzed" ;;
+    # BASELINES_K="public" (or "hidden") grades a part, e.g. one part per GPU.
+    grade attention_backward attn_solution_baselines${BASELINES_K:+_${BASELINES_K// /_}} expert/attention_backward/solution.py \
+      $SEALED --nodus-baselines -k "${BASELINES_K:-not fuzzed}" ;;
   bench|flex)
     kernels=$([ "$MODE" = flex ] && echo cudnn,flex || echo cudnn,flex,solution,starting)
     left=$(( NODUS_DEADLINE - $(date +%s) )); limit=${BENCH_TIMEOUT:-420}

@@ -1,0 +1,49 @@
+"""Claims held to the grader's clock: the arithmetic, then the clock through the real plugin."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO
+from pytest_nodus import timing
+from pytest_nodus.timing import CallTimes
+
+
+def calls(claims, windows):
+    return [CallTimes(t, t, w) for t, w in zip(claims, windows)]
+
+
+def test_the_windows_fixed_cost_is_measured_on_the_expert_and_subtracted():
+    expert = calls([1.0, 1.1, 0.9], [1.3, 1.4, 1.2])  # 0.3 ms of copies and flush around each call
+    overhead = timing.clock_overhead(expert)
+    assert overhead == pytest.approx(0.3)
+    assert timing.grader_time_ms(calls([2.0] * 3, [2.3, 2.35, 2.3]), overhead) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("kind", ["cuda", "cpu"])
+def test_a_claim_at_the_clock_passes_and_a_halved_one_is_forged(kind):
+    assert timing.forged_time_flag(10.0, 10.0, kind) is None
+    assert timing.forged_time_flag(10.0, 9.0, kind) is None  # a clock under the claim is never a forgery
+    assert "forged" in timing.forged_time_flag(5.0, 10.0, kind)
+
+
+def test_gpu_slack_is_the_larger_of_absolute_and_relative():
+    slack_abs, slack_rel = timing.CLOCK_SLACK["cuda"]
+    claim = 0.02
+    assert timing.forged_time_flag(claim, claim * (1 + slack_rel) + slack_abs * 0.99, "cuda") is None
+    assert timing.forged_time_flag(claim, claim * (1 + slack_rel) + slack_abs * 1.01, "cuda") is not None
+
+
+def test_calls_the_clock_never_saw_are_left_out():
+    assert timing.grader_time_ms(calls([1.0], [None]), 0.1) is None
+    assert timing.clock_overhead(calls([1.0], [None])) is None
+
+
+def test_an_honest_grade_reports_both_clocks_and_counts_the_larger(grade):
+    result = grade(REPO / "expert" / "rmsnorm" / "solution.py")
+    timed = [s for s in result.document["sizes"] if s["kind"] in ("public", "hidden")]
+    assert timed and result.document["status"] == "correct", result.document["flags"]
+    for size in timed:
+        claimed, clock = size["t_submission_claimed_ms"], size["t_submission_grader_ms"]
+        assert claimed > 0 and clock is not None and clock >= 0
+        assert size["t_submission_ms"] == pytest.approx(max(claimed, clock))
