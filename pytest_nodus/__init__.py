@@ -9,7 +9,8 @@ business. Module map (one concept each):
 - ``landlock``      kernel-enforced confinement of the sandbox; ``guard`` its tripwires
 - ``transport``     shared tensors and the message protocol between the two
 - ``correctness``   tolerances and every-element verification
-- ``timing``        measurements, work left running, wall-clock and physical-floor checks
+- ``clock``         the grader's own clock around each call (the time a submission cannot forge)
+- ``timing``        claims held to that clock, work left running, physical-floor checks
 - ``grading``       the per-size procedure; ``reward`` the verdict and the reward
 - ``fuzz``          Hypothesis sizes; ``report`` terminal table and JSON; ``plugin`` hooks
 - ``devices``       device choice, peaks, one GPU per xdist worker

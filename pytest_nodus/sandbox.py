@@ -146,7 +146,8 @@ class Harness:
         outputs, output_flags = self._normalise(result, expected)
         if outputs is not None:
             # Copy out on the current stream, before anything else: what the grader snapshots
-            # at ``done`` is the state at return (work left on other streams is not in it).
+            # once the flag below is written is the state at return (work left on other
+            # streams is not in it).
             for receipt, out in zip(receipts, outputs):
                 receipt.copy_(out)
         if cuda:
