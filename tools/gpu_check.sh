@@ -8,7 +8,8 @@
 #                                        # CHEATS="rmsnorm/kill_grader ..." for a subset
 #   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
-#   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline
+#   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
+#                                        # BASELINES_K="public" (or "hidden") for one half per GPU
 #   bash tools/gpu_check.sh stability    # rmsnorm_stability + attention_stability: the expert graded as
 #                                        # a submission, 5 sealed reruns per environment
 #   bash tools/gpu_check.sh bench        # attention benchmark, every kernel
