@@ -414,8 +414,8 @@ class Grader:
         result.t_expert_ms, result.t_expert_iqr_ms = expert_time.median, expert_time.iqr
         result.t_submission_claimed_ms, result.t_submission_iqr_ms = claimed.median, claimed.iqr
         # Never less than the grader's own clock saw: a claim within the slack buys nothing.
-        result.t_submission_ms = max(t for t in (claimed.median, result.t_submission_grader_ms) if t is not None) \
-            if claimed.median is not None else None
+        if claimed.median is not None:
+            result.t_submission_ms = max(claimed.median, result.t_submission_grader_ms or 0.0)
         baseline_times = {role.removeprefix("baseline:"): timing.counted(calls, latency).median
                           for role, calls in times.items() if role.startswith("baseline:") and calls}
         result.t_baselines_ms = baseline_times or None

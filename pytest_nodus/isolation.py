@@ -115,7 +115,7 @@ class Sandbox:
         self._replies = Connection(rep_r, writable=False)
         transport.send_request(self._requests, {"op": "arena", "arena": arena_description,
                                                 "clock": self.clock.handles()})
-        hello, _ = self._await_reply(self.startup_timeout_s, during="start-up")
+        hello = self._await_reply(self.startup_timeout_s, during="start-up")
         self.isolation = str(hello.get("isolation", "none"))
         if not hello.get("ok"):
             error = hello.get("error") or {}
@@ -165,12 +165,12 @@ class Sandbox:
 
     def receive(self, timeout_s: float, during: str) -> dict:
         """The next reply (a ``go`` has two: ``enqueued``, then the report)."""
-        reply, _ = self._await_reply(timeout_s, during=during)
+        reply = self._await_reply(timeout_s, during=during)
         if "harness_error" in reply:
             raise SandboxFailure("error", "harness_error", str(reply["harness_error"])[:300])
         return reply
 
-    def _await_reply(self, timeout_s: float, during: str) -> tuple[dict, int]:
+    def _await_reply(self, timeout_s: float, during: str) -> dict:
         deadline = time.monotonic() + timeout_s
         while True:
             remaining = deadline - time.monotonic()
@@ -189,7 +189,7 @@ class Sandbox:
                 except transport.ProtocolError as exc:
                     self._kill()
                     raise SandboxFailure("flagged", "protocol_violation", str(exc)) from None
-                return reply, time.perf_counter_ns()
+                return reply
             if not self.alive:
                 raise self._death(during)
 

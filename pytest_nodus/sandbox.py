@@ -14,10 +14,10 @@ grader's requests, one at a time:
     the call itself, inside the grader's window (:mod:`pytest_nodus.clock`): the current
     stream waits for the grader's ``go`` event (the inputs are in place once it fires),
     CUDA events time the call, the outputs are checked and copied into the receipts on the
-    current stream, the grader's ``done`` event is recorded after them, and ``enqueued``
-    goes back at once so the grader can close its window. Then a device-wide synchronise
-    (work left on any stream shows in ``t_call``), and the report: times, audit and
-    tripwire flags.
+    current stream, the call's number is written into the grader's flag word after them
+    (which closes the grader's window on the GPU), and ``enqueued`` goes back. Then a
+    device-wide synchronise (work left on any stream shows in ``t_call``), and the report:
+    times, audit and tripwire flags.
     A trusted file (a context baseline) may define ``prepare(*args)``: it runs while the
     call is armed, before the scrub, and its result is what ``kernel`` is called with. A
     submission's ``prepare`` is never called.
