@@ -10,30 +10,36 @@ every call itself, as a window whose two ends only the grader can place:
   event, then *the call's inputs are copied into the arena*, the receipts poisoned and L2
   flushed, and the interprocess event ``go`` recorded. No input value exists in memory the
   sandbox can read before the window opens, so no work on them can start before it.
-- **It closes** with the grader's *snapshot* of the receipts, then the end event, both
+- **It closes** with the grader's *snapshot* of the outputs, then the end event, both
   queued on the grader's stream behind a wait for a flag word in the arena to reach the
-  call's number. The harness writes that number from its stream right after copying the
-  outputs into the receipts (a CUDA stream memory operation, ``cuStreamWriteValue32``).
-  The snapshot is what gets verified. A flag written early only makes the snapshot read
-  poison or unfinished outputs; outputs that are right in the snapshot were finished
-  before the window closed.
+  call's number. The harness writes, in its stream's order right after the call, where
+  each output starts (one word per output, beside the flag: outputs are allocated in the
+  arena's heap, :mod:`pytest_nodus.heap`), then the call's number into the flag (CUDA
+  stream memory operations, ``cuStreamWriteValue64/32``). The snapshot is a grader kernel
+  that reads those words on the GPU and copies the outputs from where they are; it is
+  what gets verified. A flag written early only makes the snapshot read poison or
+  unfinished outputs; outputs that are right in the snapshot were finished before the
+  window closed. Nothing the harness does sits between the call and the flag, so a
+  rewritten harness has nothing to leave out.
 
-The window also holds the fixed cost of the copies, the flush and the spin's tail. That
+The window also holds the fixed cost of the copies, the flush, the snapshot and the spin's tail. That
 cost is the same for expert and submission at a size, so the grader measures it on the
 expert (window minus the expert's own event time, which is trusted) and subtracts it
 (:mod:`pytest_nodus.timing`).
 
-On the CPU the window is the CPU time the sandbox's main thread spent from ``go`` to its
-report: the kernel's own accounting (``/proc/<pid>/task/<pid>/schedstat``, in ns), which
-nothing in the sandbox can rewrite, read by the grader while that thread is blocked on its
-pipe (Linux brings a running task's count up to date only when it is switched out or at a
-tick). The sandbox's claim on the CPU is in the same unit (its main thread's CPU time
-around the call), so claim and clock agree whatever else runs on the machine. Two other
-clocks failed on the 2-core CI machine under xdist: the wall clock counts scheduling
-delays (a correct 1 ms call was seen at 5 ms), and wall-time claims against a CPU-time
-clock made the expert's fixed cost swing negative when its calls were descheduled. Work
-a CPU kernel moves to another thread is not on this clock (the CPU kernels here run on
-the main thread: the Triton interpreter, torch with one intra-op thread).
+On the CPU the window is the CPU time the sandbox process spent, all threads summed (ended
+ones too), from ``go`` until the grader has read the outputs: Linux's per-process CPU
+clock, to the nanosecond, which nothing in the sandbox can rewrite. The harness reports
+where the outputs are in its memory and then waits for the grader's ack; the grader reads
+them out of the sandbox (``process_vm_readv``; it is the sandbox's parent), and only then
+reads the clock, so whatever work made the outputs it read is on the clock, whichever
+thread did it. The harness's own checks run after the ack, off the clock. The sandbox's
+claim on the CPU is CPU time too (its main thread's, around the call), so claim and clock
+agree whatever else runs on the machine. Two other clocks failed on the 2-core CI machine
+under xdist: the wall clock counts scheduling delays (a correct 1 ms call was seen at
+5 ms), and wall-time claims against a CPU-time clock made the expert's fixed cost swing
+negative when its calls were descheduled. Work a CPU kernel hands to a child process is
+not on this clock.
 
 Why a flag word and not a second interprocess event: a CUDA stream waits on "the event's
 latest record when the wait was enqueued", so the grader could only queue its end after
@@ -56,7 +62,9 @@ from pytest_nodus.correctness import poison_
 # ~1 ms at the H200's ~2 GHz boost clock: room for the pipe round trips and the call's
 # host-side launches (run 9 in docs/h200/NOTES.md measured a torch.compile call's host overhead).
 SPIN_CYCLES = 2_000_000
-FLAG_BYTES = 1024  # the arena's last bytes hold the flag word; inputs and receipts never go there
+FLAG_BYTES = 1024  # the arena's last bytes hold the flag word and the output words; nothing else goes there
+OUTPUT_WORDS_AT = 64  # byte offset, in those last bytes, of one int64 per output: where it starts in the arena
+MAX_OUTPUTS = (FLAG_BYTES - OUTPUT_WORDS_AT) // 8
 _WAIT_GEQ = 0  # CU_STREAM_WAIT_VALUE_GEQ (cyclic comparison: the call number may wrap)
 
 
@@ -68,15 +76,21 @@ class StreamMemoryOps:
         driver = ctypes.CDLL("libcuda.so.1")
         self._wait = getattr(driver, "cuStreamWaitValue32_v2", None) or driver.cuStreamWaitValue32
         self._write = getattr(driver, "cuStreamWriteValue32_v2", None) or driver.cuStreamWriteValue32
+        self._write64 = getattr(driver, "cuStreamWriteValue64_v2", None) or driver.cuStreamWriteValue64
         for fn in (self._wait, self._write):
             fn.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
             fn.restype = ctypes.c_int
+        self._write64.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint]
+        self._write64.restype = ctypes.c_int
 
     def wait_geq(self, stream: torch.cuda.Stream, word: torch.Tensor, value: int) -> None:
         self._check(self._wait(stream.cuda_stream, word.data_ptr(), value & 0xFFFFFFFF, _WAIT_GEQ), "wait")
 
     def write(self, stream: torch.cuda.Stream, word: torch.Tensor, value: int) -> None:
         self._check(self._write(stream.cuda_stream, word.data_ptr(), value & 0xFFFFFFFF, 0), "write")
+
+    def write64(self, stream: torch.cuda.Stream, word: torch.Tensor, value: int) -> None:
+        self._check(self._write64(stream.cuda_stream, word.data_ptr(), value & 0xFFFFFFFFFFFFFFFF, 0), "write")
 
     @staticmethod
     def _check(status: int, what: str) -> None:
@@ -89,20 +103,58 @@ def flag_word(arena: torch.Tensor) -> torch.Tensor:
     return arena[arena.numel() - FLAG_BYTES:][:4].view(torch.int32)
 
 
+def output_words(arena: torch.Tensor) -> torch.Tensor:
+    """One int64 per output beside the flag: the output's byte offset in the arena, -1 for none."""
+    return arena[arena.numel() - FLAG_BYTES + OUTPUT_WORDS_AT:].view(torch.int64)
+
+
+_gather_kernel = None
+
+
+def _gather():
+    """The snapshot's kernel (built on first GPU use): copy one output, as 32-bit words, from
+    the byte offset its word names; poison (all bits set: NaN) when that offset is not a
+    16-byte aligned place inside the arena below the flag bytes."""
+    global _gather_kernel
+    if _gather_kernel is None:
+        import triton
+        import triton.language as tl
+
+        @triton.jit(do_not_specialize=["slot", "n_words", "limit_bytes"])  # one build for every output
+        def gather(arena_words, offsets, slot, out_words, n_words, limit_bytes, BLOCK: tl.constexpr):
+            offset = tl.load(offsets + slot)
+            ok = (offset >= 0) & (offset % 16 == 0) & (offset + n_words * 4 <= limit_bytes)
+            start = tl.multiple_of(tl.where(ok, offset // 4, 0), 4)
+            index = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            inside = index < n_words
+            words = tl.load(arena_words + start + index, mask=inside & ok, other=-1)
+            tl.store(out_words + index, words, mask=inside)
+
+        _gather_kernel = gather
+    return _gather_kernel
+
+
 class GraderClock:
     """One per sandbox: its stream, the ``go`` event, the flag word, the flush buffer."""
 
     def __init__(self, device: torch.device, arena: torch.Tensor):
         self.device = device
         self.cuda = device.type == "cuda"
-        self._t_open = None
+        self._t_open = self._t_close = None
+        self._where: list = []
         self.pid: int | None = None  # the sandbox's, set once it runs (the CPU clock reads it)
         self.call_number = 0
         self._snapshot: list[torch.Tensor] = []
+        self.arena = arena
+        self._outputs: list[tuple[int, torch.dtype, tuple[int, ...]]] = []  # (bytes, dtype, shape) per output
         if self.cuda:
             self.memory_ops = StreamMemoryOps()
             self.flag = flag_word(arena)
             self.flag.zero_()
+            self.output_words = output_words(arena)
+            self.output_words.fill_(-1)
+            self._arena_words = arena.view(torch.int32)
+            self._limit_bytes = arena.numel() - FLAG_BYTES
             self.stream = torch.cuda.Stream(device)
             self.go = torch.cuda.Event(interprocess=True)
             self.opened = torch.cuda.Event(enable_timing=True)
@@ -111,6 +163,10 @@ class GraderClock:
             self.flush_buffer = torch.empty(max(4 * l2, 256 << 20), dtype=torch.uint8, device=device)
             with torch.cuda.device(device):
                 self.go.record(self.stream)  # it must exist before its handle is exported
+                # Build the snapshot kernel now: a build inside a window would be timed.
+                self._outputs = [(4, torch.int32, (1,))]
+                self._copy_output(0)
+                self._outputs = []
             torch.cuda.synchronize(device)
 
     def handles(self) -> dict | None:
@@ -122,12 +178,14 @@ class GraderClock:
         poisoned receipts, ``go``; then the wait for the flag, the snapshot and the end.
         Returns the call number the harness must write into the flag."""
         self.call_number += 1
+        self._outputs = [(r.numel() * r.element_size(), r.dtype, tuple(r.shape)) for r in receipts]
         if not self.cuda:
             for view, pristine in copies:
                 view.copy_(pristine)
             for receipt in receipts:
                 poison_(receipt)
-            self._t_open = self._idle_cpu_ns()
+            self._t_open = self._process_cpu_ns()
+            self._t_close = None
             return self.call_number
         self.stream.wait_stream(torch.cuda.current_stream(self.device))  # the pristine inputs are made there
         with torch.cuda.stream(self.stream):
@@ -137,18 +195,76 @@ class GraderClock:
                 view.copy_(pristine)
             for receipt in receipts:
                 poison_(receipt)
+            self.output_words.fill_(-1)  # a harness that writes no word gets poison
             self.flush_buffer.zero_()  # inputs and receipts come from HBM, as for a cold call
             self.go.record(self.stream)
             self.memory_ops.wait_geq(self.stream, self.flag, self.call_number)
-            self._snapshot = [r.clone() for r in receipts]
+            self._snapshot = [self._copy_output(slot) for slot in range(len(receipts))]
             self.closed.record(self.stream)
         return self.call_number
 
-    def close(self, receipts: list[torch.Tensor]) -> list[torch.Tensor]:
-        """The grader's snapshot of the receipts, taken when the flag was written (on the CPU: now)."""
-        if not self.cuda:
-            return [r.clone() for r in receipts]
+    def close(self, receipts: list[torch.Tensor], where=None) -> list[torch.Tensor]:
+        """The grader's snapshot of the outputs, taken when the flag was written. On the CPU:
+        now, while the sandbox waits for the grader's ack. ``where`` (the CPU) is, per
+        output, ``[address, bytes]`` in the sandbox's memory, or None where the harness
+        copied it into its receipt. Then the window closes: reading the outputs first means
+        any work that made them is already on the CPU clock."""
+        if self.cuda:
+            return self._snapshot
+        self._where = _valid_places(where, self._outputs)
+        self._snapshot = [self._read_output(slot, receipt) for slot, receipt in enumerate(receipts)]
+        self._t_close = self._process_cpu_ns()
         return self._snapshot
+
+    def _read_output(self, slot: int, receipt: torch.Tensor) -> torch.Tensor:
+        place = self._where[slot]
+        if place is None:
+            return receipt.clone()
+        nbytes, dtype, shape = self._outputs[slot]
+        copy = torch.empty(nbytes, dtype=torch.uint8)
+        if not _read_process_memory(self.pid, place[0], copy.data_ptr(), nbytes):
+            copy.fill_(0xFF)  # unreadable: poison (NaN)
+        return copy.view(dtype).view(shape)
+
+    def _copy_output(self, slot: int) -> torch.Tensor:
+        nbytes, dtype, shape = self._outputs[slot]
+        n_words = -(-nbytes // 4)
+        words = torch.empty(n_words, dtype=torch.int32, device=self.device)
+        block = 4096
+        _gather()[(-(-n_words // block),)](self._arena_words, self.output_words, slot, words, n_words,
+                                           self._limit_bytes, BLOCK=block)
+        return words.view(torch.uint8)[:nbytes].view(dtype).view(shape)
+
+    def output_spans(self) -> list[tuple[int, int] | None]:
+        """Per output (GPU), the arena bytes ``(start, end)`` the snapshot read, None where it
+        read none. Read after the window has closed."""
+        if not self.cuda:
+            return []
+        offsets = self.output_words[:len(self._outputs)].tolist()
+        spans = []
+        for offset, (nbytes, _, _) in zip(offsets, self._outputs):
+            n_words = -(-nbytes // 4)
+            ok = offset >= 0 and offset % 16 == 0 and offset + 4 * n_words <= self._limit_bytes
+            spans.append((offset, offset + nbytes) if ok else None)
+        return spans
+
+    def changed_since_close(self) -> list[int]:
+        """Outputs whose bytes in the arena now differ from the snapshot: written by work
+        that went on after the window closed (the sandbox has reported, so it claims that
+        all its work is done)."""
+        if not self.cuda:
+            return [slot for slot, place in enumerate(self._where)  # bytes: NaN equals itself here
+                    if place is not None and not torch.equal(_bytes(self._read_output(slot, None)),
+                                                             _bytes(self._snapshot[slot]))]
+        torch.cuda.synchronize(self.device)
+        changed = []
+        for slot, span in enumerate(self.output_spans()):
+            if span is None:
+                continue
+            now = self.arena[span[0]:span[1]]
+            if not torch.equal(now, _bytes(self._snapshot[slot])):
+                changed.append(slot)
+        return changed
 
     def release(self) -> None:
         """The call will not write its flag (it failed or hung): write it here, so the
@@ -159,11 +275,10 @@ class GraderClock:
     def elapsed_ms(self, timeout_s: float) -> float | None:
         """The window's length. None on the GPU: the flag was not written within ``timeout_s``
         (then call :meth:`release`); on the CPU: the sandbox's accounting was unreadable."""
-        if not self.cuda:  # called after the report: the sandbox is back on its pipe
-            t_close = self._idle_cpu_ns()
-            if self._t_open is None or t_close is None:
+        if not self.cuda:
+            if self._t_open is None or self._t_close is None:
                 return None
-            return (t_close - self._t_open) / 1e6
+            return (self._t_close - self._t_open) / 1e6
         deadline = time.monotonic() + timeout_s
         while not self.closed.query():
             if time.monotonic() > deadline:
@@ -171,17 +286,44 @@ class GraderClock:
             time.sleep(50e-6)
         return self.opened.elapsed_time(self.closed)
 
-    def _idle_cpu_ns(self, wait_s: float = 0.05) -> int | None:
-        """The sandbox main thread's CPU time, read once it is asleep (on its pipe)."""
-        task = f"/proc/{self.pid}/task/{self.pid}"
-        deadline = time.monotonic() + wait_s
+    def _process_cpu_ns(self) -> int | None:
+        """The sandbox's CPU time, all its threads (live and ended) summed by the kernel, to
+        the nanosecond, running ones included (Linux's per-process CPU clock)."""
         try:
-            while time.monotonic() < deadline:
-                with open(f"{task}/stat") as stat:
-                    if stat.read().rsplit(")", 1)[1].split()[0] != "R":
-                        break
-                time.sleep(20e-6)
-            with open(f"{task}/schedstat") as schedstat:
-                return int(schedstat.read().split()[0])
-        except (OSError, IndexError, ValueError):
+            return time.clock_gettime_ns(((~self.pid) << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+        except (OSError, TypeError):
             return None
+
+
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(-1).view(torch.uint8)
+
+
+class _IOVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
+
+
+_libc = None
+
+
+def _read_process_memory(pid: int, address: int, into: int, nbytes: int) -> bool:
+    """Copy ``nbytes`` at ``address`` in process ``pid`` (the grader's child) to ``into``."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.process_vm_readv.restype = ctypes.c_ssize_t
+    local, remote = _IOVec(into, nbytes), _IOVec(address, nbytes)
+    return _libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) == nbytes
+
+
+def _valid_places(where, outputs) -> list:
+    """The harness's ``[address, bytes]`` per output, kept only where it is well formed and
+    the size is the contract's (anything else: None, the receipt, which holds poison
+    unless the harness copied into it)."""
+    places = []
+    for slot, (nbytes, _, _) in enumerate(outputs):
+        place = where[slot] if isinstance(where, list) and slot < len(where) else None
+        ok = (isinstance(place, list) and len(place) == 2 and all(type(v) is int for v in place)
+              and place[0] > 0 and place[1] == nbytes)
+        places.append(place if ok else None)
+    return places

@@ -169,6 +169,12 @@ class Environment:
     # profiler, on all streams). The audit costs host time on every launch, so an
     # environment that forbids nothing is timed without it.
     forbidden: tuple[str, ...] = ()
+    # Shared-library file name prefixes (e.g. "libcudnn") the submission's sandbox may not
+    # read: Landlock refuses to open them, so the library cannot be loaded at all. The audit
+    # above is a claim of the submission's process; this is the kernel's word. Only
+    # libraries torch does not load at start-up can be kept out this way (tools/gpu_check.sh
+    # probes which are mapped).
+    unreadable_libraries: tuple[str, ...] = ()
     # device kind -> {name: kernel file}: other production kernels timed beside the expert
     # for context (--nodus-baselines); never part of the reward. A baseline file may define
     # ``prepare(*args)`` returning the arguments of its ``kernel``: run before the clock

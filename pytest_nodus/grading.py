@@ -178,7 +178,8 @@ class Grader:
         process_role = role.split(":", 1)[0]
         sandbox = Sandbox(path, process_role, self.device.torch_name, env.contract.entry_point,
                           audit=self.audit and bool(env.forbidden) and process_role != "baseline",
-                          cache_dir=self.expert_cache if process_role != "submission" else None)
+                          cache_dir=self.expert_cache if process_role != "submission" else None,
+                          unreadable_libraries=env.unreadable_libraries if process_role == "submission" else ())
         try:
             sandbox.start(capacity)
         except SandboxFailure as failure:
@@ -214,6 +215,9 @@ class Grader:
             sandbox, {"op": "call", "layout": slot.layout, "scalars": scalars, "order": order},
             [] if baseline else slot.copies(fresh), slot.receipts, timeout)
         submission = role == "submission"
+        if submission and reply.get("ok"):
+            for code, detail in self._output_findings(sandbox, slot):
+                result.flag(code, detail)
         flags = reply.get("flags")
         if not isinstance(flags, list) or not all(isinstance(f, dict) for f in flags):
             raise SandboxFailure("flagged", "protocol_violation", "malformed flags in the sandbox's reply")
@@ -280,7 +284,9 @@ class Grader:
                 return reply, receipts, None  # the kernel raised
             if reply.get("stage") != "enqueued":
                 raise SandboxFailure("flagged", "protocol_violation", "the sandbox reported a call it never enqueued")
-            snapshot = sandbox.clock.close(receipts)
+            snapshot = sandbox.clock.close(receipts, reply.get("outputs"))
+            if not sandbox.clock.cuda:
+                sandbox.send({"op": "ack"})  # the outputs are read and the clock is closed
             reply = sandbox.receive(timeout, during="a call's report")
             grader_ms = sandbox.clock.elapsed_ms(timeout)
             if grader_ms is None and sandbox.clock.cuda:
@@ -289,6 +295,24 @@ class Grader:
         finally:
             if grader_ms is None:
                 sandbox.clock.release()  # its flag will never be written: free the grader's stream
+
+    @staticmethod
+    def _output_findings(sandbox: Sandbox, slot) -> list[tuple[str, str]]:
+        """What the grader itself sees of the outputs it read: whether they lay over an input
+        or each other (GPU), and whether they changed after the window closed."""
+        spans = sandbox.clock.output_spans()  # the GPU's; on the CPU the outputs are not in the arena
+        base = sandbox.clock.arena.data_ptr()
+        inputs = [(v.data_ptr() - base, v.data_ptr() - base + v.numel() * v.element_size()) for v in slot.inputs.values()]
+        findings = []
+        for i, span in enumerate(spans):
+            if span is None:
+                continue
+            if any(span[0] < hi and lo < span[1] for lo, hi in inputs + [s for s in spans[:i] if s is not None]):
+                findings.append(("output_aliases_input", f"output {i} lies over an input or another output"))
+        changed = sandbox.clock.changed_since_close()
+        if changed:
+            findings.append(("output_changed_after_return", f"output(s) {changed} changed after the call returned"))
+        return findings
 
     def _finish_flags(self, env: Environment, reply: dict, result: SizeResult) -> None:
         flags = reply.get("flags")

@@ -53,7 +53,8 @@ class Sandbox:
     """One sandbox process running one kernel file (a submission or an expert)."""
 
     def __init__(self, kernel_path: Path, role: str, device: str, entry_point: str = "kernel",
-                 startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None):
+                 startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None,
+                 unreadable_libraries: tuple[str, ...] = ()):
         self.kernel_path = Path(kernel_path)
         self.role = role
         self.device = device
@@ -61,6 +62,7 @@ class Sandbox:
         self.startup_timeout_s = startup_timeout_s
         self.audit = audit
         self.cache_dir = cache_dir  # persistent compile cache, for the trusted expert only
+        self.unreadable_libraries = tuple(unreadable_libraries)  # a submission's only
         self.process: subprocess.Popen | None = None
         self.arena = None  # grader-owned; must outlive the process that maps it
         self.clock = None  # the grader's clock for this sandbox's calls (pytest_nodus.clock)
@@ -72,15 +74,23 @@ class Sandbox:
         """Start the process and give it an arena of ``arena_capacity`` bytes (``self.arena``)."""
         import torch
 
+        from pytest_nodus import heap
         from pytest_nodus import transport as _transport
         from pytest_nodus.clock import FLAG_BYTES, GraderClock
 
         self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
         arena_capacity = _transport.aligned(arena_capacity)  # keeps the flag word aligned
-        whole, arena_description = _transport.create_arena(torch.device(self.device), arena_capacity + FLAG_BYTES,
-                                                           self.scratch)
+        # On the GPU the calls allocate from a heap in the arena, so the grader can read
+        # their outputs where they were written (pytest_nodus.heap).
+        heap_description = None
+        heap_bytes = 0
+        if self.device != "cpu":
+            heap_bytes = heap.heap_bytes(arena_capacity // 2)  # the arena holds two calls' slots
+            heap_description = {"library": str(heap.build()), "offset": arena_capacity, "bytes": heap_bytes}
+        whole, arena_description = _transport.create_arena(torch.device(self.device),
+                                                           arena_capacity + heap_bytes + FLAG_BYTES, self.scratch)
         self.clock = GraderClock(torch.device(self.device), whole)
-        self.arena = whole[:arena_capacity]  # inputs and receipts; the flag word lies past it
+        self.arena = whole[:arena_capacity]  # inputs and receipts; the heap and the flag bytes lie past it
         kernel_copy = self.scratch / "kernel_under_test.py"
         shutil.copyfile(self.kernel_path, kernel_copy)
         req_r, req_w = os.pipe()
@@ -104,6 +114,8 @@ class Sandbox:
                    "--device", self.device, "--scratch", str(self.scratch), "--role", self.role]
         if not self.audit:
             command.append("--no-audit")
+        for prefix in self.unreadable_libraries:
+            command += ["--unreadable-library", prefix]
         self._log = open(self.scratch / "sandbox.log", "wb")
         self.process = subprocess.Popen(command, pass_fds=(req_r, rep_w), cwd=self.scratch, env=env,
                                         stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
@@ -114,7 +126,7 @@ class Sandbox:
         self._requests = Connection(req_w, readable=False)
         self._replies = Connection(rep_r, writable=False)
         transport.send_request(self._requests, {"op": "arena", "arena": arena_description,
-                                                "clock": self.clock.handles()})
+                                                "clock": self.clock.handles(), "heap": heap_description})
         hello = self._await_reply(self.startup_timeout_s, during="start-up")
         self.isolation = str(hello.get("isolation", "none"))
         if not hello.get("ok"):

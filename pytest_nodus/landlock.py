@@ -82,11 +82,75 @@ def _handled_fs(abi: int) -> int:
     return access
 
 
-def restrict(read_paths, write_paths, device_files) -> int:
+def find_libraries(prefixes) -> list[str]:
+    """Every file whose name starts with one of ``prefixes`` in the places a shared library
+    is loaded from: the directories of the libraries this process has mapped, the pip
+    ``nvidia`` wheels' lib directories, the loader cache's and the system's library
+    directories. Real paths (a symlink's target is what Landlock checks)."""
+    import glob
+    import site
+    import subprocess
+
+    if not prefixes:
+        return []
+    dirs = set()
+    try:
+        with open("/proc/self/maps") as maps:
+            dirs.update(os.path.dirname(line.split()[-1]) for line in maps if line.rstrip().split()[-1].startswith("/"))
+    except OSError:
+        pass
+    for packages in site.getsitepackages():
+        dirs.update(glob.glob(os.path.join(packages, "nvidia", "*", "lib")))
+    try:
+        cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+        dirs.update(os.path.dirname(line.split(" => ")[-1]) for line in cache.splitlines() if " => " in line)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    dirs.update(["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib/x86_64-linux-gnu",
+                 "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"])
+    dirs.update(glob.glob("/usr/local/cuda*/lib*"))
+    found = set()
+    for directory in dirs:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        found.update(os.path.realpath(os.path.join(directory, n)) for n in names if n.startswith(tuple(prefixes)))
+    return sorted(found)
+
+
+def carve(roots, unreadable) -> tuple[list[str], list[str]]:
+    """``roots`` with the ``unreadable`` files cut out. Landlock can only grant, so a root
+    that holds one of them is replaced by its entries, level by level down to the file.
+    Returns (trees granted in full, directories split on the way): the split ones stay
+    listable (a listing names files, it does not open them; Python's importer lists
+    site-packages and finds nothing in a directory it may not list). Symlinked entries
+    are left out: a rule on one would grant its target, wherever that is (a target inside
+    a granted tree stays readable through that tree)."""
+    unreadable = {os.path.realpath(p) for p in unreadable}
+    granted, split, pending = set(), set(), [os.path.realpath(r) for r in roots if os.path.exists(r)]
+    while pending:
+        root = pending.pop()
+        if root in unreadable:
+            continue
+        prefix = root.rstrip("/") + "/"
+        if not any(u.startswith(prefix) for u in unreadable) or not os.path.isdir(root):
+            granted.add(root)
+            continue
+        split.add(root)
+        try:
+            pending.extend(e.path for e in os.scandir(root) if not e.is_symlink())
+        except OSError:
+            continue
+    return sorted(granted), sorted(split)
+
+
+def restrict(read_paths, write_paths, device_files, unreadable=()) -> int:
     """Apply the rules to this process and its future children. Returns the ABI used.
 
     ``read_paths``: trees readable and executable. ``write_paths``: trees fully writable.
     ``device_files``: single files (e.g. /dev/nvidia0) readable, writable, ioctl-able.
+    ``unreadable``: files inside ``read_paths`` that stay unreadable (:func:`carve`).
     Raises OSError if the kernel refuses; returns 0 (nothing applied) without Landlock.
     """
     abi = abi_version()
@@ -124,8 +188,11 @@ def restrict(read_paths, write_paths, device_files) -> int:
             finally:
                 os.close(fd)
 
-        for path in read_paths:
+        granted, listable = carve(read_paths, unreadable) if unreadable else (read_paths, [])
+        for path in granted:
             allow(path, EXECUTE | READ_FILE | READ_DIR)
+        for path in listable:
+            allow(path, READ_DIR)
         for path in write_paths:
             allow(path, handled)
         for path in device_files:

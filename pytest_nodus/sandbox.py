@@ -72,7 +72,8 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 class Harness:
     def __init__(self, device: torch.device, role: str, kernel, arena: torch.Tensor, audit: bool,
-                 integrity: guard.Integrity, tripwire=None, prepare=None, clock=None, send=None):
+                 integrity: guard.Integrity, tripwire=None, prepare=None, clock=None, heap=None, send=None,
+                 receive=None):
         self.device = device
         self.role = role
         self.kernel = kernel
@@ -82,10 +83,13 @@ class Harness:
         self.census = guard.ThreadCensus()
         self.integrity = integrity  # snapshot taken before the kernel file was imported
         self.tripwire = tripwire
-        self.returned = None  # (outputs, receipts) of the last call, for the late-write check
+        self.returned = None  # (outputs, their state at return) of the last call, for the late-write check
+        self.input_spans: list[tuple[int, int]] = []  # the armed call's input bytes
         self.armed = None  # (args, receipts, expected, flags) between ``call`` and ``go``
-        self.clock = clock  # (go event, flag word, stream memory ops) of the grader's clock
-        self.send = send  # for the ``enqueued`` reply, ahead of the report
+        self.clock = clock  # (go event, flag word, output words, stream memory ops) of the grader's clock
+        self.heap = heap  # pytest_nodus.heap.OutputHeap on the GPU
+        self.send = send
+        self.receive = receive  # the grader's ack (CPU), between ``enqueued`` and the report  # for the ``enqueued`` reply, ahead of the report
         self._profiler = self._start_audit()
         if device.type == "cuda":
             self.events = [_Event(enable_timing=True) for _ in range(3)]
@@ -114,9 +118,14 @@ class Harness:
             except BaseException as exc:  # noqa: BLE001
                 return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:300], "where": "prepare"},
                         "flags": flags}
-        guard.poison_free_memory(expected, self.device)
+        if self.heap is not None:
+            with self.heap.allocating():
+                guard.poison_free_memory(expected, self.device)
+        else:
+            guard.poison_free_memory(expected, self.device)
         if self.device.type == "cuda":
             _cuda_synchronize()
+        self.input_spans = [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in inputs.values()]
         self.armed = (args, receipts, expected, flags)
         return {"ok": True, "stage": "armed"}
 
@@ -128,38 +137,49 @@ class Harness:
         cuda = self.device.type == "cuda"
         self.census.start()
         if cuda:
-            go, flag, memory_ops = self.clock
+            go, flag, output_words, memory_ops = self.clock
             stream = torch.cuda.current_stream()
             stream.wait_event(go)  # the inputs exist from here on
             start, returned_at, synced = self.events
             _event_record(start)
         t0 = _thread_time_ns()
         try:
-            result = self.kernel(*args)
+            if cuda:
+                with self.heap.allocating():
+                    result = self.kernel(*args)
+            else:
+                result = self.kernel(*args)
         except BaseException as exc:  # SystemExit, pytest outcomes, KeyboardInterrupt: all failures
             flags += self._escape_flags()
             return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:300],
                                            "where": _submission_frame(exc)}, "flags": flags}
         if cuda:
             _event_record(returned_at)
-        t1 = _thread_time_ns()
-        outputs, output_flags = self._normalise(result, expected)
-        if outputs is not None:
-            # Copy out on the current stream, before anything else: what the grader snapshots
-            # once the flag below is written is the state at return (work left on other
+            # Straight after the call, on its stream: where each output starts, then the flag.
+            # What the grader snapshots then is the state at return (work left on other
             # streams is not in it).
-            for receipt, out in zip(receipts, outputs):
-                receipt.copy_(out)
-        if cuda:
+            for i, offset in enumerate(self._output_offsets(result, expected, receipts)):
+                memory_ops.write64(stream, output_words[i:i + 1], offset)
             memory_ops.write(stream, flag, int(message["call"]))
-        self.send({"ok": True, "stage": "enqueued"})
+        t1 = _thread_time_ns()
+        if cuda:
+            self.send({"ok": True, "stage": "enqueued"})
+        else:
+            # Where the outputs are, for the grader to read them out of this process; then
+            # wait (off the clock from the moment the grader has read them) for its ack.
+            self.send({"ok": True, "stage": "enqueued", "outputs": self._output_places(result, expected, receipts)})
+            if self.receive().get("op") != "ack":
+                return {"ok": False, "harness_error": "expected the grader's ack"}
+        outputs, output_flags = self._normalise(result, expected)
         if cuda:
             _cuda_synchronize()  # device-wide: side streams and deferred launches finish here
             _event_record(synced)
             _event_sync(synced)
         threads = self.census.new_alive()
         if outputs is not None:
-            self.returned = (outputs, receipts)
+            # Kept (so the heap does not hand their memory out again) with their state now,
+            # for the late-write check at the next request.
+            self.returned = (outputs, [o.clone() for o in outputs])
         flags += output_flags
         if threads:
             flags.append({"code": "background_thread", "detail": f"thread(s) {threads[:3]} still running after the call returned"})
@@ -174,6 +194,41 @@ class Harness:
         return reply
 
     # -- checks ---------------------------------------------------------------------
+    def _output_offsets(self, result, expected, receipts) -> list[int]:
+        """Per output, its byte offset in the arena for the grader's snapshot: where the call
+        wrote it when that is in the heap; else (allocated elsewhere, not contiguous) its
+        receipt, after a copy on the current stream, timed with the call; -1 (the grader
+        reads poison) for anything that is not a plain tensor of the contract's shape."""
+        base = self.arena.data_ptr()
+        outs = result if type(result) in (tuple, list) else (result,)
+        offsets = []
+        for i, (shape, dtype) in enumerate(expected):
+            out = outs[i] if i < len(outs) else None
+            if type(out) is not _Tensor or tuple(out.shape) != shape or out.dtype != dtype or not out.is_cuda:
+                offsets.append(-1)
+            elif out.is_contiguous() and self.heap.holds(out) and out.data_ptr() % 16 == 0:
+                offsets.append(out.data_ptr() - base)
+            else:
+                receipts[i].copy_(out)
+                offsets.append(receipts[i].data_ptr() - base)
+        return offsets
+
+    def _output_places(self, result, expected, receipts) -> list:
+        """CPU: per output, ``[address, bytes]`` of a plain contiguous tensor of the contract's
+        shape; anything else is copied into its receipt (None) when it can be."""
+        outs = result if type(result) in (tuple, list) else (result,)
+        places = []
+        for i, (shape, dtype) in enumerate(expected):
+            out = outs[i] if i < len(outs) else None
+            if type(out) is not _Tensor or tuple(out.shape) != shape or out.dtype != dtype or out.is_cuda:
+                places.append(None)
+            elif out.is_contiguous():
+                places.append([out.data_ptr(), out.numel() * out.element_size()])
+            else:
+                receipts[i].copy_(out)
+                places.append(None)
+        return places
+
     def _normalise(self, result, expected):
         """Exact torch.Tensor outputs of the contract's shape, dtype and device, no aliasing."""
         if len(expected) == 1 and type(result) is not tuple and type(result) is not list:
@@ -197,8 +252,8 @@ class Harness:
                 flags.append({"code": "wrong_device", "detail": f"output {i} is on {out.device}"})
         if flags:
             return None, flags
-        # The arena holds every input: an output inside it is an input or a view of one.
-        spans_in = [_storage_span(self.arena)]
+        # An output whose storage takes in an input's bytes is that input or a view of it.
+        spans_in = self.input_spans
         spans_out = [_storage_span(t) for t in result]
         for i, span in enumerate(spans_out):
             if any(_overlaps(span, s) for s in spans_in):
@@ -262,9 +317,10 @@ def _submission_frame(exc: BaseException) -> str:
     return f"line {frames[-1].lineno}" if frames else ""
 
 
-def _confine(scratch: str, device: torch.device) -> tuple[str, list[str]]:
-    """Landlock: read the Python installation and system trees only; write scratch only.
-    Returns the isolation level and the trees the sandbox may read."""
+def _confine(scratch: str, device: torch.device, unreadable_libraries=()) -> tuple[str, list[str]]:
+    """Landlock: read the Python installation and system trees only, less the libraries the
+    environment keeps out; write scratch only. Returns the isolation level and the trees
+    the sandbox may read."""
     import site
     import sysconfig
 
@@ -281,7 +337,7 @@ def _confine(scratch: str, device: torch.device) -> tuple[str, list[str]]:
     devices = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"]
     if device.type == "cuda":
         devices += [os.path.join("/dev", n) for n in os.listdir("/dev") if n.startswith("nvidia")]
-    abi = landlock.restrict(sorted(read), [scratch], devices)
+    abi = landlock.restrict(sorted(read), [scratch], devices, landlock.find_libraries(unreadable_libraries))
     return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch})
 
 
@@ -308,6 +364,7 @@ def main(argv=None) -> int:
     parser.add_argument("--scratch", required=True)
     parser.add_argument("--role", choices=("submission", "expert", "baseline"), required=True)
     parser.add_argument("--no-audit", action="store_true")
+    parser.add_argument("--unreadable-library", action="append", default=[])
     args = parser.parse_args(argv)
     from multiprocessing.connection import Connection
 
@@ -320,14 +377,19 @@ def main(argv=None) -> int:
     # Map the grader's arena now: once confined, this process could not import CUDA IPC memory.
     first = transport.recv_request(requests)
     arena = transport.open_shared(first["arena"])
-    clock_parts = None
+    clock_parts = output_heap = None
     if device.type == "cuda":
         # The grader's clock: its event opened now for the same reason as the arena, and the
         # driver's stream memory operations loaded while the library path is still readable.
         from pytest_nodus.clock import StreamMemoryOps, flag_word
 
+        from pytest_nodus.clock import output_words
+        from pytest_nodus.heap import OutputHeap
+
         clock_parts = (torch.cuda.Event.from_ipc_handle(device, first["clock"]["go"]), flag_word(arena),
-                       StreamMemoryOps())
+                       output_words(arena), StreamMemoryOps())
+        where = first["heap"]
+        output_heap = OutputHeap(where["library"], arena[where["offset"]:where["offset"] + where["bytes"]], device)
     try:
         import triton  # noqa: F401  imported before confinement: the submission may use it
         import triton.language  # noqa: F401
@@ -339,7 +401,7 @@ def main(argv=None) -> int:
         triton_interpreter.install()
     tripwire = None
     if args.role == "submission":
-        isolation, readable = _confine(args.scratch, device)
+        isolation, readable = _confine(args.scratch, device, tuple(args.unreadable_library))
         tripwire = guard.EscapeTripwire(readable)
         # The project root (where expert/ and sealed_fixtures/ live) is unreadable now;
         # drop it from the import path too, so imports from it fail at once and plainly.
@@ -361,7 +423,8 @@ def main(argv=None) -> int:
                                         "error": {"type": type(exc).__name__, "message": f"{str(exc)[:300]}{where}"}})
         return 0
     harness = Harness(device, args.role, kernel, arena, audit=not args.no_audit, integrity=integrity, tripwire=tripwire,
-                      prepare=prepare, clock=clock_parts, send=lambda reply: transport.send_reply(replies, reply))
+                      prepare=prepare, clock=clock_parts, heap=output_heap, send=lambda reply: transport.send_reply(replies, reply),
+                      receive=lambda: transport.recv_request(requests))
     transport.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid()})
     handlers = {"call": harness.call, "go": harness.go, "finish": harness.finish}
     while True:

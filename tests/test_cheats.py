@@ -58,6 +58,9 @@ GPU_ONLY = {
     "event_fake_join": ("flagged", {"pending_work"}),
     "cuda_graph_stale_pointers": ("wrong", {"wrong_values"}),
     "gpu_hang": ("timeout", {"timeout"}),
+    # On the CPU there is no copy left to skip either: graded as the kernel it runs, its
+    # claim overruled by the clock (CPU slack is too wide to flag a lie this small).
+    "skip_output_copy": ("flagged", {"forged_time"}),
 }
 
 # Known holes: cheats that still score above the floor. Each test is a strict xfail, so it
@@ -81,13 +84,23 @@ ATTENTION = {
     "decoy_triton_kernel": ("flagged", {"forbidden_op"}),
 }
 # With no cuDNN (the CPU), its fallback is an honest kernel; on the H200 the audit flags cuDNN.
-ATTENTION_GPU_ONLY = {"cudnn_behind_fallback": ("flagged", {"forbidden_op"})}
+ATTENTION_GPU_ONLY = {
+    # cuDNN's libraries are unreadable to a submission's sandbox (Environment.
+    # unreadable_libraries): on the H200 (run C) both died in cuDNN's loader, fallback or not.
+    "cudnn_behind_fallback": ("error", {"crashed"}),
+    "cudnn_audit_stripped": ("error", {"crashed"}),
+}
+# GPU known hole, graded by tools/gpu_check.sh to measure it (docs/h200/NOTES.md, run C:
+# correct, reward -0.35): FlashAttention is compiled into libtorch_cuda, so it cannot be
+# kept out like cuDNN, and the audit that would flag it is rewritten from inside.
+ATTENTION_GPU_HOLES = {"flash_audit_stripped": ("flagged", {"forbidden_op"})}
 
 
 def test_corpus_is_complete():
     on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
     assert on_disk == set(RMSNORM) | set(GPU_ONLY)
-    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION) | set(ATTENTION_GPU_ONLY)
+    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == (set(ATTENTION) | set(ATTENTION_GPU_ONLY)
+                                                                                  | set(ATTENTION_GPU_HOLES))
 
 
 def test_every_cheat_says_what_it_tries():

@@ -42,6 +42,38 @@ def test_landlock_confines_reads_writes_network_and_signals(tmp_path):
         assert verdicts["signal-parent"] == "denied"
 
 
+@pytest.mark.skipif(landlock.abi_version() == 0, reason="this kernel has no Landlock")
+def test_unreadable_library_cannot_be_loaded_and_the_rest_still_imports(tmp_path):
+    """An environment's unreadable libraries (here a stand-in: libz, which every Linux has)
+    cannot be opened or dlopened; the directories carved around them still list and import."""
+    probe = textwrap.dedent(f"""
+        import ctypes, os, sys, site
+        from pytest_nodus import landlock
+        found = landlock.find_libraries(["libz."])
+        print("found", len(found))
+        readable = ["/usr", "/lib", "/lib64", "/etc", "/proc", sys.prefix, sys.base_prefix] + site.getsitepackages()
+        landlock.restrict(readable, [{str(tmp_path)!r}], ["/dev/null"], found)
+        def attempt(label, action):
+            try:
+                action(); print(label, "allowed")
+            except OSError:
+                print(label, "denied")
+        attempt("read-library", lambda: open(found[0], "rb").read(4))
+        attempt("dlopen-library", lambda: ctypes.CDLL(found[-1]))
+        attempt("list-its-directory", lambda: os.listdir(os.path.dirname(found[0])))
+        attempt("read-a-neighbour", lambda: open("/etc/hostname").read())
+        import hypothesis  # not imported before: its package is found in a carved directory
+        print("import-after allowed")
+    """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin:/sbin"}, timeout=120)
+    verdicts = dict(line.split() for line in out.stdout.split("\n") if line)
+    if verdicts.get("found") == "0":
+        pytest.skip("no libz on this machine")
+    assert verdicts["read-library"] == verdicts["dlopen-library"] == "denied", out
+    assert verdicts["list-its-directory"] == verdicts["read-a-neighbour"] == verdicts["import-after"] == "allowed", out
+
+
 def test_interpreter_bf16_arithmetic_matches_torch():
     kernel = textwrap.dedent("""
         import torch, triton, triton.language as tl

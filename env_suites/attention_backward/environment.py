@@ -127,6 +127,9 @@ ENVIRONMENT = Environment(
     # Attention library kernels, however reached (cuDNN, torch SDPA backends, FlexAttention).
     forbidden=(r"(?i)cudnn", r"^aten::_scaled_dot_product", r"^aten::scaled_dot_product", r"(?i)flash_attn",
                r"(?i)flex_attention", r"(?i)efficient_attention", r"(?i)fmha"),
+    # cuDNN (the expert's library) cannot even be loaded by a submission: torch maps only its
+    # loader at start-up (libcudnn.so.9; checked on the H200), the engines are opened later.
+    unreadable_libraries=("libcudnn",),
     call_timeout_s=120.0,
     # Millisecond kernels, and each round's fp32 reference costs more than the kernels: 2 + 10
     # rounds. On the H200 (run 10) the expert graded against itself came within 0.01 of 0 in
