@@ -86,11 +86,11 @@ ATTENTION = {
 # With no cuDNN (the CPU), its fallback is an honest kernel; on the H200 the audit flags cuDNN.
 ATTENTION_GPU_ONLY = {
     # cuDNN's libraries are unreadable to a submission's sandbox (Environment.
-    # unreadable_libraries): on the H200 (run C) both died in cuDNN's loader, fallback or not.
+    # unreadable_libraries): on the H200 (run 21) both died in cuDNN's loader, fallback or not.
     "cudnn_behind_fallback": ("error", {"crashed"}),
     "cudnn_audit_stripped": ("error", {"crashed"}),
 }
-# GPU known hole, graded by tools/gpu_check.sh to measure it (docs/h200/NOTES.md, run C:
+# GPU known hole, graded by tools/gpu_check.sh to measure it (docs/h200/NOTES.md, run 21:
 # correct, reward -0.35): FlashAttention is compiled into libtorch_cuda, so it cannot be
 # kept out like cuDNN, and the audit that would flag it is rewritten from inside.
 ATTENTION_GPU_HOLES = {"flash_audit_stripped": ("flagged", {"forbidden_op"})}

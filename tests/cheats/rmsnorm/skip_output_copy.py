@@ -1,6 +1,6 @@
 """Cheat: replace the sandbox harness's call handler with one that computes straight into the grader's receipts, skips the harness's output copy, and claims the kernel time less that copy.
 
-Against the grader as it was up to run A (docs/h200/NOTES.md): the window held, besides
+Against the grader as it was up to run 19 (docs/h200/NOTES.md): the window held, besides
 the call, a fixed cost measured on the expert and subtracted, which included the harness's
 copy of the outputs into the receipts. A handler that wrote the receipts itself did not
 pay for that copy, and was counted one output copy faster than it ran (+0.36 to +0.80
