@@ -7,8 +7,10 @@ the submission's process. ``tests/cheats/rmsnorm/skip_output_copy.py`` replaced 
 that wrote the receipts directly, so it never paid for the copy, and its counted time came
 out one output copy shorter than its run.
 
-So every allocation made during a call (outputs, workspaces) comes from a torch
-``MemPool`` whose segments are carved from a heap region of the grader's arena. The
+So every allocation the calling thread makes during a call (outputs, workspaces) comes
+from a torch ``MemPool`` whose segments are carved from a heap region of the grader's
+arena. (torch routes only that thread's allocations to the pool: autograd's backward
+threads, or the submission's own, allocate elsewhere, and their outputs are copied.) The
 harness then only tells the grader, in stream order, where each output starts (one word
 per output next to the flag word, :mod:`pytest_nodus.clock`). The grader copies from
 there on its own stream, once the flag is written. No harness work sits between the
@@ -170,7 +172,7 @@ class OutputHeap:
         self.device = device
 
     def allocating(self):
-        """Context in which every allocation (any stream) comes from the heap."""
+        """Context in which this thread's allocations (on any stream) come from the heap."""
         import torch
 
         return torch.cuda.use_mem_pool(self.pool, self.device)
