@@ -38,8 +38,8 @@ claim on the CPU is CPU time too (its main thread's, around the call), so claim 
 agree whatever else runs on the machine. Two other clocks failed on the 2-core CI machine
 under xdist: the wall clock counts scheduling delays (a correct 1 ms call was seen at
 5 ms), and wall-time claims against a CPU-time clock made the expert's fixed cost swing
-negative when its calls were descheduled. Work a CPU kernel hands to a child process is
-not on this clock.
+negative when its calls were descheduled. The CPU time of the sandbox's live child
+processes is on the clock too (``tests/cheats/rmsnorm/forked_worker.py`` computed in one).
 
 Why a flag word and not a second interprocess event: a CUDA stream waits on "the event's
 latest record when the wait was enqueued", so the grader could only queue its end after
@@ -53,6 +53,7 @@ its own stream when a sandbox dies before writing it.
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 
 import torch
@@ -141,6 +142,10 @@ class GraderClock:
         self.device = device
         self.cuda = device.type == "cuda"
         self._t_open = self._t_close = None
+        self._helpers_open: dict[int, int] = {}
+        # CPU: CPU time the sandbox's child processes spent in the last window (ms). Counted in
+        # the window; a correct kernel has none (pytest_nodus.grading flags it on timed calls).
+        self.helper_ms: float | None = None
         self._where: list = []
         self.pid: int | None = None  # the sandbox's, set once it runs (the CPU clock reads it)
         self.call_number = 0
@@ -184,8 +189,9 @@ class GraderClock:
                 view.copy_(pristine)
             for receipt in receipts:
                 poison_(receipt)
-            self._t_open = self._process_cpu_ns()
+            self._t_open, self._helpers_open = self._process_cpu_ns(), self._descendants_cpu_ns()
             self._t_close = None
+            self.helper_ms = None
             return self.call_number
         self.stream.wait_stream(torch.cuda.current_stream(self.device))  # the pristine inputs are made there
         with torch.cuda.stream(self.stream):
@@ -214,6 +220,8 @@ class GraderClock:
         self._where = _valid_places(where, self._outputs)
         self._snapshot = [self._read_output(slot, receipt) for slot, receipt in enumerate(receipts)]
         self._t_close = self._process_cpu_ns()
+        helpers = self._descendants_cpu_ns()
+        self.helper_ms = sum(t - self._helpers_open.get(pid, 0) for pid, t in helpers.items()) / 1e6
         return self._snapshot
 
     def _read_output(self, slot: int, receipt: torch.Tensor) -> torch.Tensor:
@@ -278,13 +286,40 @@ class GraderClock:
         if not self.cuda:
             if self._t_open is None or self._t_close is None:
                 return None
-            return (self._t_close - self._t_open) / 1e6
+            return (self._t_close - self._t_open) / 1e6 + (self.helper_ms or 0.0)
         deadline = time.monotonic() + timeout_s
         while not self.closed.query():
             if time.monotonic() > deadline:
                 return None
             time.sleep(50e-6)
         return self.opened.elapsed_time(self.closed)
+
+    def _descendants_cpu_ns(self) -> dict[int, int]:
+        """CPU time of every live descendant process of the sandbox, by pid. (One that ended
+        inside the window is not seen; starting a process costs the sandbox more CPU than a
+        CPU-sized call, so a worker is forked ahead, and a live one is counted.)"""
+        times, pending, seen = {}, [self.pid], set()
+        while pending:
+            pid = pending.pop()
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tasks:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/children") as children:
+                        for child in children.read().split():
+                            if int(child) not in seen:
+                                seen.add(int(child))
+                                pending.append(int(child))
+                except (OSError, ValueError):
+                    continue
+        for pid in seen:
+            try:
+                times[pid] = time.clock_gettime_ns(((~pid) << 3) | 2)
+            except OSError:
+                continue
+        return times
 
     def _process_cpu_ns(self) -> int | None:
         """The sandbox's CPU time, all its threads (live and ended) summed by the kernel, to

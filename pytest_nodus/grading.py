@@ -216,7 +216,7 @@ class Grader:
             [] if baseline else slot.copies(fresh), slot.receipts, timeout)
         submission = role == "submission"
         if submission and reply.get("ok"):
-            for code, detail in self._output_findings(sandbox, slot):
+            for code, detail in self._output_findings(sandbox, slot, timed):
                 result.flag(code, detail)
         flags = reply.get("flags")
         if not isinstance(flags, list) or not all(isinstance(f, dict) for f in flags):
@@ -297,9 +297,11 @@ class Grader:
                 sandbox.clock.release()  # its flag will never be written: free the grader's stream
 
     @staticmethod
-    def _output_findings(sandbox: Sandbox, slot) -> list[tuple[str, str]]:
+    def _output_findings(sandbox: Sandbox, slot, timed: bool) -> list[tuple[str, str]]:
         """What the grader itself sees of the outputs it read: whether they lay over an input
-        or each other (GPU), and whether they changed after the window closed."""
+        or each other (GPU), and whether they changed after the window closed; on the CPU,
+        whether a child process of the sandbox worked during a timed call (warm-up calls
+        may compile, and compilers run as child processes)."""
         spans = sandbox.clock.output_spans()  # the GPU's; on the CPU the outputs are not in the arena
         base = sandbox.clock.arena.data_ptr()
         inputs = [(v.data_ptr() - base, v.data_ptr() - base + v.numel() * v.element_size()) for v in slot.inputs.values()]
@@ -309,6 +311,10 @@ class Grader:
                 continue
             if any(span[0] < hi and lo < span[1] for lo, hi in inputs + [s for s in spans[:i] if s is not None]):
                 findings.append(("output_aliases_input", f"output {i} lies over an input or another output"))
+        helper_ms = sandbox.clock.helper_ms
+        if timed and helper_ms:
+            findings.append(("background_process", f"child processes of the sandbox ran {helper_ms:.3f} ms of CPU "
+                                                   "during the call"))
         changed = sandbox.clock.changed_since_close()
         if changed:
             findings.append(("output_changed_after_return", f"output(s) {changed} changed after the call returned"))

@@ -27,7 +27,7 @@ FLAG_STATUS = {
     # the submission did something a correct kernel never does
     "tensor_subclass": "flagged", "output_aliases_input": "flagged", "input_mutated": "flagged",
     "output_changed_after_return": "flagged", "background_thread": "flagged", "pending_work": "flagged",
-    "below_physical_floor": "flagged", "forged_time": "flagged",
+    "background_process": "flagged", "below_physical_floor": "flagged", "forged_time": "flagged",
     "grader_tampering": "flagged", "forbidden_op": "flagged", "protocol_violation": "flagged",
     "sandbox_escape": "flagged",
     # it did not finish

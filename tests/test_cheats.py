@@ -51,6 +51,9 @@ RMSNORM = {
     # Rewrites the sandbox's reports from inside it; held to the grader's own clock.
     "forge_constant_time": ("flagged", {"forged_time"}),
     "forge_reported_time": ("flagged", {"forged_time"}),
+    # Moves the work into a forked worker: on the CPU clock (the sandbox's children are
+    # counted), and flagged, since a correct kernel runs no process during a call.
+    "forked_worker": ("flagged", {"background_process"}),
 }
 # Only meaningful on a GPU (graded by tools/gpu_check.sh cheats on the H200); expected there:
 GPU_ONLY = {
