@@ -183,6 +183,8 @@ class GraderClock:
         poisoned receipts, ``go``; then the wait for the flag, the snapshot and the end.
         Returns the call number the harness must write into the flag."""
         self.call_number += 1
+        if len(receipts) > MAX_OUTPUTS:
+            raise ValueError(f"{len(receipts)} outputs: the flag bytes hold words for {MAX_OUTPUTS}")
         self._outputs = [(r.numel() * r.element_size(), r.dtype, tuple(r.shape)) for r in receipts]
         if not self.cuda:
             for view, pristine in copies:

@@ -88,8 +88,8 @@ class Harness:
         self.armed = None  # (args, receipts, expected, flags) between ``call`` and ``go``
         self.clock = clock  # (go event, flag word, output words, stream memory ops) of the grader's clock
         self.heap = heap  # pytest_nodus.heap.OutputHeap on the GPU
-        self.send = send
-        self.receive = receive  # the grader's ack (CPU), between ``enqueued`` and the report  # for the ``enqueued`` reply, ahead of the report
+        self.send = send  # for the ``enqueued`` reply, ahead of the report
+        self.receive = receive  # the grader's ack (CPU), between ``enqueued`` and the report
         self._profiler = self._start_audit()
         if device.type == "cuda":
             self.events = [_Event(enable_timing=True) for _ in range(3)]
@@ -381,9 +381,7 @@ def main(argv=None) -> int:
     if device.type == "cuda":
         # The grader's clock: its event opened now for the same reason as the arena, and the
         # driver's stream memory operations loaded while the library path is still readable.
-        from pytest_nodus.clock import StreamMemoryOps, flag_word
-
-        from pytest_nodus.clock import output_words
+        from pytest_nodus.clock import StreamMemoryOps, flag_word, output_words
         from pytest_nodus.heap import OutputHeap
 
         clock_parts = (torch.cuda.Event.from_ipc_handle(device, first["clock"]["go"]), flag_word(arena),
@@ -423,7 +421,8 @@ def main(argv=None) -> int:
                                         "error": {"type": type(exc).__name__, "message": f"{str(exc)[:300]}{where}"}})
         return 0
     harness = Harness(device, args.role, kernel, arena, audit=not args.no_audit, integrity=integrity, tripwire=tripwire,
-                      prepare=prepare, clock=clock_parts, heap=output_heap, send=lambda reply: transport.send_reply(replies, reply),
+                      prepare=prepare, clock=clock_parts, heap=output_heap,
+                      send=lambda reply: transport.send_reply(replies, reply),
                       receive=lambda: transport.recv_request(requests))
     transport.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid()})
     handlers = {"call": harness.call, "go": harness.go, "finish": harness.finish}
