@@ -218,11 +218,14 @@ class Sandbox:
         return SandboxFailure("error", "process_exit", f"the sandbox exited (status {code}) during {during}")
 
     def _kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+        if self.process is not None:
+            # The whole process group, also when the sandbox itself has exited: processes the
+            # submission started (tests/cheats/rmsnorm/forked_worker.py) must not outlive it.
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
-                self.process.kill()
+                if self.process.poll() is None:
+                    self.process.kill()
             self.process.wait()
         for conn in ("_requests", "_replies"):
             c = getattr(self, conn, None)

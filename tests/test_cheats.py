@@ -125,6 +125,29 @@ def test_rmsnorm_cheat_scores_the_floor(grade, xdist, cheat):
     assert "reward 9.0000" not in result.text  # nothing the sandbox prints reaches the report
 
 
+def _sandbox_processes() -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if b"pytest_nodus.sandbox" in cmdline.read():
+                    found.add(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_processes_a_submission_starts_die_with_its_sandbox(grade):
+    """forked_worker leaves a worker process blocked on a pipe it holds both ends of: the
+    grader kills the sandbox's whole process group when it closes the sandbox."""
+    before = _sandbox_processes()
+    result = grade(CHEATS / "rmsnorm" / "forked_worker.py", "-k", "public-0")
+    assert result.document is not None, result.text
+    assert "background_process" in result.codes
+    leftover = _sandbox_processes() - before
+    assert not leftover, f"processes started by the submission outlived the grade: {sorted(leftover)}"
+
+
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="open hole: the kernel audit the sandbox reports can be rewritten from inside it")
 @pytest.mark.parametrize("cheat", sorted(KNOWN_HOLES))
