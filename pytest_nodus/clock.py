@@ -53,7 +53,6 @@ its own stream when a sandbox dies before writing it.
 from __future__ import annotations
 
 import ctypes
-import os
 import time
 
 import torch
@@ -300,23 +299,10 @@ class GraderClock:
         """CPU time of every live descendant process of the sandbox, by pid. (One that ended
         inside the window is not seen; starting a process costs the sandbox more CPU than a
         CPU-sized call, so a worker is forked ahead, and a live one is counted.)"""
-        times, pending, seen = {}, [self.pid], set()
-        while pending:
-            pid = pending.pop()
-            try:
-                tasks = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tasks:
-                try:
-                    with open(f"/proc/{pid}/task/{tid}/children") as children:
-                        for child in children.read().split():
-                            if int(child) not in seen:
-                                seen.add(int(child))
-                                pending.append(int(child))
-                except (OSError, ValueError):
-                    continue
-        for pid in seen:
+        from pytest_nodus.isolation import descendants
+
+        times = {}
+        for pid in descendants(self.pid):
             try:
                 times[pid] = time.clock_gettime_ns(((~pid) << 3) | 2)
             except OSError:

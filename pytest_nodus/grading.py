@@ -24,7 +24,7 @@ import torch
 from pytest_nodus import devices, inputs, reward, timing, transport
 from pytest_nodus.correctness import check_outputs, same_bits
 from pytest_nodus.environment import Environment, Size
-from pytest_nodus.isolation import Sandbox, SandboxFailure
+from pytest_nodus.isolation import Sandbox, SandboxFailure, adopt_orphans, descendants, stray_processes
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,7 @@ class Grader:
         self.planned_dims: dict[str, list] = {}  # env name -> dims of every timed size
         self._load_failures: dict[tuple[str, str], SandboxFailure] = {}
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
+        adopt_orphans()  # a process that leaves a sandbox's tree comes back here (stray_processes)
 
     def close(self) -> None:
         for sandbox in self._sandboxes.values():
@@ -218,6 +219,9 @@ class Grader:
         if submission and reply.get("ok"):
             for code, detail in self._output_findings(sandbox, slot, timed):
                 result.flag(code, detail)
+        if strays := stray_processes(self._sandboxes.values()):
+            # Only a submission detaches processes; the grader's own files do not.
+            result.flag("sandbox_escape", f"process(es) {strays[:3]} left the sandbox's process tree (killed)")
         flags = reply.get("flags")
         if not isinstance(flags, list) or not all(isinstance(f, dict) for f in flags):
             raise SandboxFailure("flagged", "protocol_violation", "malformed flags in the sandbox's reply")
@@ -299,9 +303,9 @@ class Grader:
     @staticmethod
     def _output_findings(sandbox: Sandbox, slot, timed: bool) -> list[tuple[str, str]]:
         """What the grader itself sees of the outputs it read: whether they lay over an input
-        or each other (GPU), and whether they changed after the window closed; on the CPU,
-        whether a child process of the sandbox worked during a timed call (warm-up calls
-        may compile, and compilers run as child processes)."""
+        or each other (GPU), and whether they changed after the window closed; and whether a
+        child process of the sandbox worked (CPU) or was alive (GPU) during a timed call
+        (warm-up calls may compile, and compilers run as child processes)."""
         spans = sandbox.clock.output_spans()  # the GPU's; on the CPU the outputs are not in the arena
         base = sandbox.clock.arena.data_ptr()
         inputs = [(v.data_ptr() - base, v.data_ptr() - base + v.numel() * v.element_size()) for v in slot.inputs.values()]
@@ -315,6 +319,8 @@ class Grader:
         if timed and helper_ms:
             findings.append(("background_process", f"child processes of the sandbox ran {helper_ms:.3f} ms of CPU "
                                                    "during the call"))
+        elif timed and (alive := descendants(sandbox.process.pid)):
+            findings.append(("background_process", f"{len(alive)} child process(es) of the sandbox alive during the call"))
         changed = sandbox.clock.changed_since_close()
         if changed:
             findings.append(("output_changed_after_return", f"output(s) {changed} changed after the call returned"))

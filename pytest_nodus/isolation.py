@@ -44,6 +44,90 @@ class SandboxFailure(Exception):
         return f"{self.code}: {self.detail}"
 
 
+def adopt_orphans() -> bool:
+    """Make this (the grader's) process the child subreaper of everything it starts, so a
+    process that leaves a sandbox's tree (double fork, ``setsid``) is reparented here, not to
+    init, and :func:`stray_processes` finds it. Linux only; False where refused."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def children(pid: int) -> set[int]:
+    """Direct children of ``pid`` (all its threads')."""
+    found = set()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as listing:
+                found.update(int(c) for c in listing.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid``."""
+    found, pending = set(), [pid]
+    while pending:
+        for child in children(pending.pop()) - found:
+            found.add(child)
+            pending.append(child)
+    return found
+
+
+def stray_processes(sandboxes) -> list[int]:
+    """Processes reparented to the grader (:func:`adopt_orphans`) that are not one of its
+    ``sandboxes``: started by a sandbox and detached from its tree. Killed and reaped here;
+    returned so the grade can say so."""
+    known = {s.process.pid for s in sandboxes if s.process is not None}
+    adopted = sorted(children(os.getpid()) - known)
+    strays = [pid for pid in adopted if _state(pid) != "Z"]  # an ended one threatens nothing: only reaped
+    for pid in strays:
+        for stray in [pid, *descendants(pid)]:
+            try:
+                os.kill(stray, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    for pid in adopted:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    return strays
+
+
+def _stat_fields(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _state(pid: int) -> str:
+    fields = _stat_fields(pid)
+    return fields[0] if fields else ""
+
+
+def _reap_group(pgid: int) -> None:
+    """Reap the members of a killed sandbox's process group that were reparented to the
+    grader (its child subreaper) when the sandbox itself ended first."""
+    for pid in children(os.getpid()):
+        fields = _stat_fields(pid)
+        if len(fields) > 2 and fields[2] == str(pgid):
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
 def _scratch_root() -> str | None:
     shm = "/dev/shm"
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
@@ -227,6 +311,7 @@ class Sandbox:
                 if self.process.poll() is None:
                     self.process.kill()
             self.process.wait()
+            _reap_group(self.process.pid)
         for conn in ("_requests", "_replies"):
             c = getattr(self, conn, None)
             if c is not None and not c.closed:

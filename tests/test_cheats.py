@@ -54,6 +54,8 @@ RMSNORM = {
     # Moves the work into a forked worker: on the CPU clock (the sandbox's children are
     # counted), and flagged, since a correct kernel runs no process during a call.
     "forked_worker": ("flagged", {"background_process"}),
+    # Leaves the sandbox's process tree; the grader, its child subreaper, finds and kills it.
+    "detached_daemon": ("flagged", {"sandbox_escape"}),
 }
 # Only meaningful on a GPU (graded by tools/gpu_check.sh cheats on the H200); expected there:
 GPU_ONLY = {

@@ -1,0 +1,34 @@
+"""Cheat: at import, start a daemon that leaves the sandbox's process tree (double fork and setsid), free to load the machine while the expert is timed and to outlive the grade.
+
+On the GPU such a daemon could start its own CUDA context and run work only while the
+expert's calls are timed (they alternate with the submission's), slowing the expert and
+raising the submission's speedup. Here it only spins. The grader is the child subreaper of
+everything it starts, so the daemon is reparented to it rather than to init: it is found,
+killed and flagged.
+"""
+
+import os
+import time
+
+import torch
+
+
+def _daemon():
+    os.setsid()
+    if os.fork() != 0:
+        os._exit(0)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        pass
+    os._exit(0)
+
+
+if os.fork() == 0:
+    _daemon()
+else:
+    os.wait()  # the middle process exits at once: the daemon is an orphan now
+
+
+def kernel(x, weight, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(torch.bfloat16)
