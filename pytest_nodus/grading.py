@@ -148,6 +148,7 @@ class Grader:
         for sandbox in self._sandboxes.values():
             sandbox.close()
         self._sandboxes.clear()
+        stray_processes([])  # whatever a sandbox detached and no later call found: nothing outlives the grade
 
     # -- sandboxes ------------------------------------------------------------------
     def _arena_capacity(self, env: Environment, dims) -> int:
