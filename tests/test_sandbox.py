@@ -44,12 +44,15 @@ def test_landlock_confines_reads_writes_network_and_signals(tmp_path):
 
 @pytest.mark.skipif(landlock.abi_version() == 0, reason="this kernel has no Landlock")
 def test_unreadable_library_cannot_be_loaded_and_the_rest_still_imports(tmp_path):
-    """An environment's unreadable libraries (here a stand-in: libz, which every Linux has)
-    cannot be opened or dlopened; the directories carved around them still list and import."""
+    """An environment's unreadable libraries (here a stand-in that nothing Python imports
+    needs: ncurses' form, menu or panel library, or bzip2's) cannot be opened or dlopened;
+    the directories carved around them still list and import."""
     probe = textwrap.dedent(f"""
         import ctypes, os, sys, site
         from pytest_nodus import landlock
-        found = landlock.find_libraries(["libz."])
+        found = []
+        for prefix in ("libform.", "libmenu.", "libpanel.", "libbz2."):
+            found = found or landlock.find_libraries([prefix])
         print("found", len(found))
         readable = ["/usr", "/lib", "/lib64", "/etc", "/proc", sys.prefix, sys.base_prefix] + site.getsitepackages()
         landlock.restrict(readable, [{str(tmp_path)!r}], ["/dev/null"], found)
