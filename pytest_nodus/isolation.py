@@ -85,9 +85,13 @@ def descendants(pid: int) -> set[int]:
 def stray_processes(sandboxes) -> list[int]:
     """Processes reparented to the grader (:func:`adopt_orphans`) that are not one of its
     ``sandboxes``: started by a sandbox and detached from its tree. Killed and reaped here;
-    returned so the grade can say so."""
+    returned so the grade can say so. Only children outside the grader's session count: a
+    sandbox starts its own session and nothing below it can join the grader's again, while
+    a process some other code in this pytest started stays in the grader's session."""
     known = {s.process.pid for s in sandboxes if s.process is not None}
-    adopted = sorted(children(os.getpid()) - known)
+    own_session = str(os.getsid(0))
+    adopted = sorted(pid for pid in children(os.getpid()) - known
+                     if len(fields := _stat_fields(pid)) > 3 and fields[3] != own_session)
     strays = [pid for pid in adopted if _state(pid) != "Z"]  # an ended one threatens nothing: only reaped
     for pid in strays:
         for stray in [pid, *descendants(pid)]:
