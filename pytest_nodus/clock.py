@@ -146,6 +146,7 @@ class GraderClock:
         # the window; a correct kernel has none (pytest_nodus.grading flags it on timed calls).
         self.helper_ms: float | None = None
         self._where: list = []
+        self._spans: list | None = None  # the GPU snapshot's output_spans, read once per call
         self.pid: int | None = None  # the sandbox's, set once it runs (the CPU clock reads it)
         self.call_number = 0
         self._snapshot: list[torch.Tensor] = []
@@ -185,6 +186,7 @@ class GraderClock:
         if len(receipts) > MAX_OUTPUTS:
             raise ValueError(f"{len(receipts)} outputs: the flag bytes hold words for {MAX_OUTPUTS}")
         self._outputs = [(r.numel() * r.element_size(), r.dtype, tuple(r.shape)) for r in receipts]
+        self._spans = None
         if not self.cuda:
             for view, pristine in copies:
                 view.copy_(pristine)
@@ -246,9 +248,14 @@ class GraderClock:
 
     def output_spans(self) -> list[tuple[int, int] | None]:
         """Per output (GPU), the arena bytes ``(start, end)`` the snapshot read, None where it
-        read none. Read after the window has closed."""
+        read none. Read once after the window has closed (one device-to-host copy)."""
         if not self.cuda:
             return []
+        if self._spans is None:
+            self._spans = self._read_spans()
+        return self._spans
+
+    def _read_spans(self) -> list[tuple[int, int] | None]:
         offsets = self.output_words[:len(self._outputs)].tolist()
         spans = []
         for offset, (nbytes, _, _) in zip(offsets, self._outputs):

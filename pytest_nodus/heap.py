@@ -163,7 +163,6 @@ class OutputHeap:
 
         self._library = ctypes.CDLL(library)
         self._library.nodus_heap_init.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        self._library.nodus_heap_fallbacks.restype = ctypes.c_size_t
         self._library.nodus_heap_init(region.data_ptr(), region.numel())
         self.lo = region.data_ptr()
         self.hi = region.data_ptr() + region.numel()
@@ -180,7 +179,3 @@ class OutputHeap:
     def holds(self, tensor) -> bool:
         ptr = tensor.data_ptr()
         return self.lo <= ptr and ptr + tensor.numel() * tensor.element_size() <= self.hi
-
-    @property
-    def fallbacks(self) -> int:
-        return int(self._library.nodus_heap_fallbacks())

@@ -36,6 +36,7 @@ snapshot of the receipts), times each call on its own clock, and decides the gra
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import sys
@@ -118,10 +119,7 @@ class Harness:
             except BaseException as exc:  # noqa: BLE001
                 return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:300], "where": "prepare"},
                         "flags": flags}
-        if self.heap is not None:
-            with self.heap.allocating():
-                guard.poison_free_memory(expected, self.device)
-        else:
+        with self._allocating():
             guard.poison_free_memory(expected, self.device)
         if self.device.type == "cuda":
             _cuda_synchronize()
@@ -144,10 +142,7 @@ class Harness:
             _event_record(start)
         t0 = _thread_time_ns()
         try:
-            if cuda:
-                with self.heap.allocating():
-                    result = self.kernel(*args)
-            else:
+            with self._allocating():
                 result = self.kernel(*args)
         except BaseException as exc:  # SystemExit, pytest outcomes, KeyboardInterrupt: all failures
             flags += self._escape_flags()
@@ -158,7 +153,7 @@ class Harness:
             # Straight after the call, on its stream: where each output starts, then the flag.
             # What the grader snapshots then is the state at return (work left on other
             # streams is not in it).
-            for i, offset in enumerate(self._output_offsets(result, expected, receipts)):
+            for i, offset in enumerate(self._output_places(result, expected, receipts)):
                 memory_ops.write64(stream, output_words[i:i + 1], offset)
             memory_ops.write(stream, flag, int(message["call"]))
         t1 = _thread_time_ns()
@@ -194,39 +189,32 @@ class Harness:
         return reply
 
     # -- checks ---------------------------------------------------------------------
-    def _output_offsets(self, result, expected, receipts) -> list[int]:
-        """Per output, its byte offset in the arena for the grader's snapshot: where the call
-        wrote it when that is in the heap; else (allocated elsewhere, not contiguous) its
-        receipt, after a copy on the current stream, timed with the call; -1 (the grader
-        reads poison) for anything that is not a plain tensor of the contract's shape."""
-        base = self.arena.data_ptr()
-        outs = result if type(result) in (tuple, list) else (result,)
-        offsets = []
-        for i, (shape, dtype) in enumerate(expected):
-            out = outs[i] if i < len(outs) else None
-            if type(out) is not _Tensor or tuple(out.shape) != shape or out.dtype != dtype or not out.is_cuda:
-                offsets.append(-1)
-            elif out.is_contiguous() and self.heap.holds(out) and out.data_ptr() % 16 == 0:
-                offsets.append(out.data_ptr() - base)
-            else:
-                receipts[i].copy_(out)
-                offsets.append(receipts[i].data_ptr() - base)
-        return offsets
+    def _allocating(self):
+        """The call's allocations: from the arena's heap on the GPU (pytest_nodus.heap)."""
+        return self.heap.allocating() if self.heap is not None else contextlib.nullcontext()
 
     def _output_places(self, result, expected, receipts) -> list:
-        """CPU: per output, ``[address, bytes]`` of a plain contiguous tensor of the contract's
-        shape; anything else is copied into its receipt (None) when it can be."""
+        """Where the grader reads each output. GPU: its byte offset in the arena, where the
+        call wrote it when that is in the heap. CPU: ``[address, bytes]`` in this process.
+        Anything else of the contract's shape and device (outside the heap, not contiguous)
+        is copied into its receipt first (GPU: the receipt's offset, the copy timed with the
+        call; CPU: None). What is not a plain tensor of the contract's shape gets -1 (GPU:
+        the grader reads poison) or None (CPU: the receipt holds poison)."""
+        cuda = self.device.type == "cuda"
+        base = self.arena.data_ptr()
         outs = result if type(result) in (tuple, list) else (result,)
         places = []
         for i, (shape, dtype) in enumerate(expected):
             out = outs[i] if i < len(outs) else None
-            if type(out) is not _Tensor or tuple(out.shape) != shape or out.dtype != dtype or out.is_cuda:
-                places.append(None)
-            elif out.is_contiguous():
+            if type(out) is not _Tensor or tuple(out.shape) != shape or out.dtype != dtype or out.is_cuda != cuda:
+                places.append(-1 if cuda else None)
+            elif out.is_contiguous() and not cuda:
                 places.append([out.data_ptr(), out.numel() * out.element_size()])
+            elif out.is_contiguous() and self.heap.holds(out) and out.data_ptr() % 16 == 0:
+                places.append(out.data_ptr() - base)
             else:
                 receipts[i].copy_(out)
-                places.append(None)
+                places.append(receipts[i].data_ptr() - base if cuda else None)
         return places
 
     def _normalise(self, result, expected):

@@ -127,26 +127,32 @@ def test_rmsnorm_cheat_scores_the_floor(grade, xdist, cheat):
     assert "reward 9.0000" not in result.text  # nothing the sandbox prints reaches the report
 
 
-def _sandbox_processes() -> set[int]:
+def _leaked_sandbox_processes() -> set[int]:
+    """Processes running the sandbox's command line whose scratch directory is gone: their
+    sandbox was closed (it kills its process group before it removes the directory), so they
+    leaked. Other tests' live sandboxes (under xdist) still have theirs."""
     found = set()
     for entry in os.listdir("/proc"):
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                if b"pytest_nodus.sandbox" in cmdline.read():
-                    found.add(int(entry))
+                argv = cmdline.read().split(b"\0")
         except (OSError, ValueError):
             continue
+        if b"pytest_nodus.sandbox" in argv and b"--scratch" in argv:
+            scratch = argv[argv.index(b"--scratch") + 1].decode()
+            if not os.path.isdir(scratch):
+                found.add(int(entry))
     return found
 
 
 def test_processes_a_submission_starts_die_with_its_sandbox(grade):
     """forked_worker leaves a worker process blocked on a pipe it holds both ends of: the
     grader kills the sandbox's whole process group when it closes the sandbox."""
-    before = _sandbox_processes()
+    before = _leaked_sandbox_processes()
     result = grade(CHEATS / "rmsnorm" / "forked_worker.py", "-k", "public-0")
     assert result.document is not None, result.text
     assert "background_process" in result.codes
-    leftover = _sandbox_processes() - before
+    leftover = _leaked_sandbox_processes() - before
     assert not leftover, f"processes started by the submission outlived the grade: {sorted(leftover)}"
 
 

@@ -70,7 +70,7 @@ for MODE in "${@:-quick}"; do
   gpu_cheats)
     # The attention corpus and the GPU-only rmsnorm cheats (tests/test_cheats.py: GPU_ONLY).
     { ls tests/cheats/attention_backward/*.py | sed 's/^/attention_backward /'
-      for n in side_stream event_fake_join cuda_graph_stale_pointers gpu_hang; do echo "rmsnorm tests/cheats/rmsnorm/$n.py"; done
+      for n in side_stream event_fake_join cuda_graph_stale_pointers gpu_hang skip_output_copy; do echo "rmsnorm tests/cheats/rmsnorm/$n.py"; done
     } | xargs -P 4 -L 1 bash -c 'grade $0 cheat_$(basename $1 .py) $1 '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
   stability|rmsnorm_stability|attention_stability)
     # The expert graded as a submission, 5 sealed reruns per environment: the reward's spread
