@@ -178,10 +178,13 @@ class Grader:
         if path is None:
             raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no {role} for {self.device.kind}")
         process_role = role.split(":", 1)[0]
+        kept_out = process_role == "submission" and not self.trusted
         sandbox = Sandbox(path, process_role, self.device.torch_name, env.contract.entry_point,
                           audit=self.audit and bool(env.forbidden) and process_role != "baseline",
                           cache_dir=self.expert_cache if process_role != "submission" else None,
-                          unreadable_libraries=env.unreadable_libraries if process_role == "submission" else ())
+                          # A trusted submission is the expert itself (calibration): it needs the
+                          # libraries a submission is kept from.
+                          unreadable_libraries=env.unreadable_libraries if kept_out else ())
         try:
             sandbox.start(capacity)
         except SandboxFailure as failure:

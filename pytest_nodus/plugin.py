@@ -36,8 +36,8 @@ TIMEOUT_HELP = "Override the environment's per-call time limit, in seconds."
 BASELINES_HELP = ("Also time the environment's context baselines (e.g. FlexAttention) on timed sizes; "
                   "shown in the report and JSON, never in the reward.")
 TRUSTED_HELP = ("Calibration only: the submission is trusted code (the expert graded against itself). "
-                "Kernels the environment forbids are recorded as waived instead of flagged; every other "
-                "check still applies. Never for an agent's submission.")
+                "Kernels the environment forbids are recorded as waived instead of flagged, and the "
+                "libraries and kernels it keeps out of submissions are left in; every other check still applies. Never for an agent's submission.")
 
 
 def pytest_addoption(parser):

@@ -75,7 +75,7 @@ for MODE in "${@:-quick}"; do
   stability|rmsnorm_stability|attention_stability)
     # The expert graded as a submission, 5 sealed reruns per environment: the reward's spread
     # when nothing differs but the run. Attention's expert runs cuDNN, which is forbidden to
-    # submissions: --nodus-trusted waives that flag (and only that) for this calibration.
+    # submissions: --nodus-trusted waives that flag and lets it load cuDNN (and nothing else) for this calibration.
     # Its fuzzed sizes are left out: they take no part in the reward.
     [ "$MODE" != attention_stability ] && grade rmsnorm expert_x5 expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=5
     [ "$MODE" != rmsnorm_stability ] && grade attention_backward attn_expert_x5 expert/attention_backward/expert_cuda.py \
