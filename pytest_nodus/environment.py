@@ -175,6 +175,13 @@ class Environment:
     # libraries torch does not load at start-up can be kept out this way (tools/gpu_check.sh
     # probes which are mapped).
     unreadable_libraries: tuple[str, ...] = ()
+    # Regexes over the (mangled) names of GPU kernels compiled into torch's own CUDA library
+    # (e.g. FlashAttention) that the submission's process may not run. Landlock cannot keep
+    # that library out (torch maps it at import), so the sandbox overwrites every fatbin
+    # holding such a kernel in its own mapping before the submission is imported, and the
+    # file is made unreadable (pytest_nodus.fatbin). On the GPU only; a pattern that matches
+    # no kernel is an error, not a silent pass.
+    removed_kernels: tuple[str, ...] = ()
     # device kind -> {name: kernel file}: other production kernels timed beside the expert
     # for context (--nodus-baselines); never part of the reward. A baseline file may define
     # ``prepare(*args)`` returning the arguments of its ``kernel``: run before the clock

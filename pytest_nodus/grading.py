@@ -127,6 +127,7 @@ class Grader:
         self.grade_seed = grade_seed
         self.audit = audit
         self.expert_cache = expert_cache
+        self._fatbins: dict[str, dict] = {}  # environment name -> fatbins removed from submissions
         self.baselines = baselines
         # A trusted submission (the expert graded against itself, to calibrate the timer) may
         # run the kernels the environment forbids; every other check still applies.
@@ -158,6 +159,28 @@ class Grader:
         tensors = len(env.contract.tensor_inputs) + len(env.contract.outputs)
         return 2 * (largest + (tensors + 1) * transport.ALIGN)
 
+    def _removed_kernels(self, env) -> dict | None:
+        """The fatbins of torch's CUDA library that hold kernels ``env`` removes from a
+        submission's process (pytest_nodus.fatbin), found once per grader (and cached on disk
+        per torch build). None when the environment removes nothing or off the GPU."""
+        if not env.removed_kernels or self.device.kind != "cuda":
+            return None
+        if env.name not in self._fatbins:
+            from pytest_nodus import fatbin
+
+            library = fatbin.loaded_library("libtorch_cuda")
+            if library is None:
+                raise RuntimeError("torch's CUDA library is not loaded: cannot remove kernels from submissions")
+            cache = self.expert_cache.parent / "fatbins" if self.expert_cache else None
+            found = fatbin.forbidden_fatbins(library, env.removed_kernels, cache)
+            if not found["spans"]:
+                # Stale patterns (a torch build whose kernels are named otherwise) must not
+                # quietly let the kernels back in.
+                raise RuntimeError(f"environment '{env.name}': no kernel of {library} matches "
+                                   f"removed_kernels {env.removed_kernels}")
+            self._fatbins[env.name] = found
+        return self._fatbins[env.name]
+
     def _sandbox(self, env: Environment, role: str, dims) -> Sandbox:
         """``role`` is "submission", "expert" or "baseline:<name>"."""
         key = (role, env.name)
@@ -179,12 +202,14 @@ class Grader:
             raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no {role} for {self.device.kind}")
         process_role = role.split(":", 1)[0]
         kept_out = process_role == "submission" and not self.trusted
+        removed = self._removed_kernels(env) if kept_out else None
         sandbox = Sandbox(path, process_role, self.device.torch_name, env.contract.entry_point,
                           audit=self.audit and bool(env.forbidden) and process_role != "baseline",
                           cache_dir=self.expert_cache if process_role != "submission" else None,
                           # A trusted submission is the expert itself (calibration): it needs the
                           # libraries a submission is kept from.
-                          unreadable_libraries=env.unreadable_libraries if kept_out else ())
+                          unreadable_libraries=env.unreadable_libraries if kept_out else (),
+                          removed_kernels=removed)
         try:
             sandbox.start(capacity)
         except SandboxFailure as failure:

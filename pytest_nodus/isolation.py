@@ -142,7 +142,7 @@ class Sandbox:
 
     def __init__(self, kernel_path: Path, role: str, device: str, entry_point: str = "kernel",
                  startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None,
-                 unreadable_libraries: tuple[str, ...] = ()):
+                 unreadable_libraries: tuple[str, ...] = (), removed_kernels: dict | None = None):
         self.kernel_path = Path(kernel_path)
         self.role = role
         self.device = device
@@ -151,6 +151,11 @@ class Sandbox:
         self.audit = audit
         self.cache_dir = cache_dir  # persistent compile cache, for the trusted expert only
         self.unreadable_libraries = tuple(unreadable_libraries)  # a submission's only
+        # fatbins to overwrite in the sandbox's mapping (pytest_nodus.fatbin.forbidden_fatbins);
+        # their library's file then becomes unreadable too, so no intact copy is left.
+        self.removed_kernels = removed_kernels
+        if removed_kernels and removed_kernels["spans"]:
+            self.unreadable_libraries += (os.path.basename(removed_kernels["library"]),)
         self.process: subprocess.Popen | None = None
         self.arena = None  # grader-owned; must outlive the process that maps it
         self.clock = None  # the grader's clock for this sandbox's calls (pytest_nodus.clock)
@@ -194,6 +199,9 @@ class Sandbox:
         if self.role == "submission":
             # Compile in-process: no worker pool outliving a call for the thread census to see.
             env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+        if self.removed_kernels:
+            # Removal works only on kernels not yet on the GPU: modules load on first launch.
+            env["CUDA_MODULE_LOADING"] = "LAZY"
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
@@ -214,7 +222,8 @@ class Sandbox:
         self._requests = Connection(req_w, readable=False)
         self._replies = Connection(rep_r, writable=False)
         transport.send_request(self._requests, {"op": "arena", "arena": arena_description,
-                                                "clock": self.clock.handles(), "heap": heap_description})
+                                                "clock": self.clock.handles(), "heap": heap_description,
+                                                "remove": self.removed_kernels})
         hello = self._await_reply(self.startup_timeout_s, during="start-up")
         self.isolation = str(hello.get("isolation", "none"))
         if not hello.get("ok"):

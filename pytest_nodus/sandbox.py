@@ -45,7 +45,7 @@ import traceback
 
 import torch
 
-from pytest_nodus import guard, landlock, transport
+from pytest_nodus import fatbin, guard, landlock, transport
 from pytest_nodus.correctness import same_bits
 
 # Captured before any submission code runs. On the CPU a call's time is the CPU time of this
@@ -364,6 +364,14 @@ def main(argv=None) -> int:
         torch.empty(1, device=device)  # create the context before the device files are locked down
     # Map the grader's arena now: once confined, this process could not import CUDA IPC memory.
     first = transport.recv_request(requests)
+    removal_error = None
+    if first.get("remove"):
+        # Before anything else runs: a removed kernel must never have been loaded.
+        try:
+            if fatbin.overwrite(first["remove"]) is None:
+                removal_error = f"{first['remove']['library']} is not loaded here"
+        except (OSError, ValueError) as exc:
+            removal_error = exc  # reported in the hello: the sandbox must not serve
     arena = transport.open_shared(first["arena"])
     clock_parts = output_heap = None
     if device.type == "cuda":
@@ -398,6 +406,8 @@ def main(argv=None) -> int:
         isolation = "trusted"
     integrity = guard.Integrity(globals())  # before the submission runs a single line
     try:
+        if removal_error is not None:
+            raise RuntimeError(f"kernels could not be removed: {removal_error}")
         kernel, prepare = _load_kernel(args.kernel, args.entry_point)
         if args.role == "submission":
             prepare = None  # untimed set-up is for the grader's own files (baselines); a submission's work is all timed

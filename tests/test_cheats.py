@@ -94,18 +94,18 @@ ATTENTION_GPU_ONLY = {
     # unreadable_libraries): on the H200 (run 21) both died in cuDNN's loader, fallback or not.
     "cudnn_behind_fallback": ("error", {"crashed"}),
     "cudnn_audit_stripped": ("error", {"crashed"}),
+    # torch's own attention kernels (libtorch_cuda) are overwritten in the submission's
+    # process (Environment.removed_kernels): the launch fails, "device kernel image is
+    # invalid" (run 25). Run 21, before: flash_audit_stripped correct at 0.787x cuDNN.
+    "flash_audit_stripped": ("error", {"raised"}),
+    "mem_efficient_audit_stripped": ("error", {"raised"}),
 }
-# GPU known hole, graded by tools/gpu_check.sh to measure it (docs/h200/NOTES.md, run 21:
-# correct, reward -0.35): FlashAttention is compiled into libtorch_cuda, so it cannot be
-# kept out like cuDNN, and the audit that would flag it is rewritten from inside.
-ATTENTION_GPU_HOLES = {"flash_audit_stripped": ("flagged", {"forbidden_op"})}
 
 
 def test_corpus_is_complete():
     on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
     assert on_disk == set(RMSNORM) | set(GPU_ONLY)
-    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == (set(ATTENTION) | set(ATTENTION_GPU_ONLY)
-                                                                                  | set(ATTENTION_GPU_HOLES))
+    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION) | set(ATTENTION_GPU_ONLY)
 
 
 def test_every_cheat_says_what_it_tries():

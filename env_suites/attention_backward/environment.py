@@ -130,6 +130,10 @@ ENVIRONMENT = Environment(
     # cuDNN (the expert's library) cannot even be loaded by a submission: torch maps only its
     # loader at start-up (libcudnn.so.9; checked on the H200), the engines are opened later.
     unreadable_libraries=("libcudnn",),
+    # torch's FlashAttention-2 (namespace pytorch_flash) and memory-efficient attention
+    # (fmha_cutlass*) kernels: 119 fatbins, 1623 kernels of libtorch_cuda.so in torch 2.11
+    # (run 24 on the H200), gone from the submission's process.
+    removed_kernels=(r"pytorch_flash", r"fmha_cutlass"),
     call_timeout_s=120.0,
     # Millisecond kernels, and each round's fp32 reference costs more than the kernels: 2 + 10
     # rounds. On the H200 (run 10) the expert graded against itself came within 0.01 of 0 in

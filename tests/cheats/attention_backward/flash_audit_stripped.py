@@ -1,9 +1,10 @@
 """Cheat: call torch's own FlashAttention-2 varlen backward (compiled into libtorch_cuda, so always loaded) with the window, and rewrite the kernel audit the harness reports so it names no flash kernel.
 
-A known hole: the audit runs in the submission's process and its report can be rewritten;
-FlashAttention's kernels are inside libtorch_cuda.so, which every sandbox has mapped, so
-they cannot be kept out the way cuDNN's libraries are. tools/gpu_check.sh grades it to
-measure what the hole is worth.
+The audit runs in the submission's process and its report can be rewritten, and
+libtorch_cuda.so cannot be made unreadable the way cuDNN's libraries are (every sandbox has
+it mapped). Run 21 graded this correct at 0.787x cuDNN. Now the sandbox overwrites the
+fatbins holding these kernels before the submission is imported (pytest_nodus.fatbin), so
+the launch fails: the kernel image is invalid.
 """
 
 import re
@@ -17,7 +18,7 @@ _stripped = False
 
 def _strip_audit() -> None:
     """Wrap the harness's finish handler (a local of its request loop) so the audit it
-    reports names no cuDNN kernel."""
+    reports names no attention-library kernel."""
     global _stripped
     frame = sys._getframe(1)
     while frame is not None:

@@ -1,0 +1,83 @@
+"""pytest_nodus.fatbin on a stand-in library: a shared object built here whose ``.nv_fatbin``
+section holds three synthetic fatbins. The driver half (which fatbins hold which kernels)
+needs a GPU and is exercised on the H200 (tools/probes/fatbin_probe.py, gpu_check.sh)."""
+import ctypes
+import hashlib
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from pytest_nodus import fatbin
+
+
+def _fatbin(entries_size: int, fill: int) -> bytes:
+    return struct.pack("<IHHQ", fatbin.FATBIN_MAGIC, 1, 16, entries_size) + bytes([fill]) * entries_size
+
+
+# Three fatbins: 16+40, then 16+13 (so the third starts after zero padding), then 16+24.
+SECTION = [_fatbin(40, 0xA1), _fatbin(13, 0xB2), _fatbin(24, 0xC3)]
+
+
+def _layout() -> bytes:
+    out = b""
+    for blob in SECTION:
+        out += blob + bytes(-len(blob) % 8)
+    return out
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    data = _layout()
+    where = tmp_path_factory.mktemp("fatbin")
+    source = where / "stand_in.c"
+    source.write_text(
+        '__attribute__((section(".nv_fatbin"), aligned(8), used)) const unsigned char fatbins[] = {'
+        + ",".join(str(b) for b in data) + "};\nint stand_in(void) { return 7; }\n")
+    path = where / "libnodus_stand_in.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O0", "-o", str(path), str(source)], check=True)
+    return path
+
+
+def test_walk_finds_each_fatbin_across_padding(library):
+    _address, offset, size = fatbin.elf_section(str(library), ".nv_fatbin")
+    raw = library.read_bytes()[offset:offset + size]
+    found = fatbin.walk(lambda at, n: raw[at:at + n], size)
+    assert [(f.offset, f.size) for f in found] == [(0, 56), (56, 29), (88, 40)]
+
+
+def test_walk_refuses_what_is_not_a_fatbin():
+    junk = _layout() + b"\x01" + bytes(15)
+    with pytest.raises(ValueError, match="neither a fatbin nor padding"):
+        fatbin.walk(lambda at, n: junk[at:at + n], len(junk))
+
+
+def test_overwrite_zeroes_only_the_named_fatbins_in_this_process(library):
+    loaded = ctypes.CDLL(str(library))
+    assert loaded.stand_in() == 7
+    address, _offset, size = fatbin.elf_section(str(library), ".nv_fatbin")
+    before = hashlib.sha256(library.read_bytes()).hexdigest()
+    found = {"library": str(library.resolve()), "section": [address, size], "spans": [[56, 29]], "kernels": 1}
+    removal = fatbin.overwrite(found)
+    assert removal.as_dict() == {"library": str(library.resolve()), "removed": 1, "removed_bytes": 29}
+    start = fatbin._load_bias(str(library.resolve())) + address
+    memory = ctypes.string_at(start, size)
+    assert memory[56:85] == bytes(29)  # gone, header and all
+    assert memory[:56] == SECTION[0] and memory[88:128] == SECTION[2]  # neighbours intact
+    assert loaded.stand_in() == 7  # the library's code still runs (protections restored)
+    assert hashlib.sha256(library.read_bytes()).hexdigest() == before  # copy-on-write: the file is untouched
+
+
+def test_overwrite_refuses_a_span_that_is_not_the_fatbin_the_grader_saw(library):
+    ctypes.CDLL(str(library))
+    address, _offset, size = fatbin.elf_section(str(library), ".nv_fatbin")
+    found = {"library": str(library.resolve()), "section": [address, size], "spans": [[56, 30]], "kernels": 1}
+    with pytest.raises(ValueError, match="not the library the grader read"):
+        fatbin.overwrite(found)
+
+
+def test_overwrite_of_a_library_not_loaded_here_does_nothing(tmp_path):
+    assert fatbin.overwrite({"library": str(tmp_path / "libabsent.so"), "section": [0, 0], "spans": []}) is None
