@@ -1,8 +1,9 @@
 """The sandbox: the only process that ever imports a submission (or an expert kernel).
 
 Started by :mod:`pytest_nodus.isolation` as ``python -m pytest_nodus.sandbox``. It
-imports torch (and Triton), initialises the device, confines itself with Landlock, and
-only then imports the kernel file from its scratch directory. From then on it answers the
+imports torch (and Triton), initialises the device, takes out the kernels its environment
+removes (:mod:`pytest_nodus.fatbin`), confines itself with Landlock, and only then imports
+the kernel file from its scratch directory. From then on it answers the
 grader's requests, one at a time:
 
 ``call``
@@ -13,11 +14,12 @@ grader's requests, one at a time:
 ``go``
     the call itself, inside the grader's window (:mod:`pytest_nodus.clock`): the current
     stream waits for the grader's ``go`` event (the inputs are in place once it fires),
-    CUDA events time the call, the outputs are checked and copied into the receipts on the
-    current stream, the call's number is written into the grader's flag word after them
-    (which closes the grader's window on the GPU), and ``enqueued`` goes back. Then a
-    device-wide synchronise (work left on any stream shows in ``t_call``), and the report:
-    times, audit and tripwire flags.
+    CUDA events time the call; on the current stream, each output's place in the heap
+    (:mod:`pytest_nodus.heap`; outputs outside it are copied into the receipts) and then
+    the call's number are written into the grader's words (the flag closes the grader's
+    window on the GPU); then a device-wide synchronise (work left on any stream shows in
+    ``t_call``), and ``enqueued`` goes back. Then the report: times, audit and tripwire
+    flags.
     A trusted file (a context baseline) may define ``prepare(*args)``: it runs while the
     call is armed, before the scrub, and its result is what ``kernel`` is called with. A
     submission's ``prepare`` is never called.
@@ -156,6 +158,14 @@ class Harness:
             for i, offset in enumerate(self._output_places(result, expected, receipts)):
                 memory_ops.write64(stream, output_words[i:i + 1], offset)
             memory_ops.write(stream, flag, int(message["call"]))
+            # Drain the device before any more harness work: t_call - t_stream must be the
+            # GPU's tail after the return (side streams, late launches), not this process's
+            # host time. With the report and output checks inside it, a host-bound call at a
+            # small size read as pending work whenever the host was loaded (the attention
+            # solution at hidden-1 in 2 of 3 reruns, run 25). The grader's snapshot does not
+            # wait for this: it was queued behind the flag before the call.
+            _cuda_synchronize()  # device-wide: side streams and deferred launches finish here
+            _event_record(synced)
         t1 = _thread_time_ns()
         if cuda:
             self.send({"ok": True, "stage": "enqueued"})
@@ -167,8 +177,6 @@ class Harness:
                 return {"ok": False, "harness_error": "expected the grader's ack"}
         outputs, output_flags = self._normalise(result, expected)
         if cuda:
-            _cuda_synchronize()  # device-wide: side streams and deferred launches finish here
-            _event_record(synced)
             _event_sync(synced)
         threads = self.census.new_alive()
         if outputs is not None:
