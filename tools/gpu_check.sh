@@ -62,16 +62,23 @@ for MODE in "${@:-quick}"; do
     # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
     # Call limit: 20 s stops rmsnorm's infinite loop soon; attention's first call compiles.
     # CHEATS="rmsnorm/kill_grader attention_backward/zero_gradients" grades only those.
-    for env in rmsnorm:20 attention_backward:60; do
-      { if [ -n "${CHEATS:-}" ]; then printf '%s\n' $CHEATS | grep "^${env%:*}/" | sed 's#^#tests/cheats/#; s#$#.py#'
-        else ls tests/cheats/${env%:*}/*.py; fi; } | xargs -r -P 4 -I{} bash -c \
-        "f={}; grade ${env%:*} cheat_\$(basename \$f .py) \$f $SEALED --nodus-call-timeout=${env#*:} -k 'public-0 or hidden-0'"
+    # Attention cheats one at a time (ATTENTION_PARALLEL): four at once on one GPU (run 25)
+    # each failed its first size and then none finished in 500 s, where one at a time each
+    # grades in about 30 s (runs 26-27); the cause is not established (docs/h200/NOTES.md).
+    for env in rmsnorm:20:4 attention_backward:60:${ATTENTION_PARALLEL:-1}; do
+      IFS=: read -r name limit lanes <<< "$env"
+      { if [ -n "${CHEATS:-}" ]; then printf '%s\n' $CHEATS | grep "^$name/" | sed 's#^#tests/cheats/#; s#$#.py#'
+        else ls tests/cheats/$name/*.py; fi; } | xargs -r -P $lanes -I{} bash -c \
+        "f={}; grade $name cheat_\$(basename \$f .py) \$f $SEALED --nodus-call-timeout=$limit -k 'public-0 or hidden-0'"
     done ;;
   gpu_cheats)
-    # The attention corpus and the GPU-only rmsnorm cheats (tests/test_cheats.py: GPU_ONLY).
-    { ls tests/cheats/attention_backward/*.py | sed 's/^/attention_backward /'
-      for n in side_stream event_fake_join cuda_graph_stale_pointers gpu_hang skip_output_copy; do echo "rmsnorm tests/cheats/rmsnorm/$n.py"; done
-    } | xargs -P 4 -L 1 bash -c 'grade $0 cheat_$(basename $1 .py) $1 '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
+    # The attention corpus (one at a time, as above) and the GPU-only rmsnorm cheats
+    # (tests/test_cheats.py: GPU_ONLY), the two lanes side by side.
+    ls tests/cheats/attention_backward/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
+      'grade attention_backward cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' &
+    for n in side_stream event_fake_join cuda_graph_stale_pointers gpu_hang skip_output_copy; do echo tests/cheats/rmsnorm/$n.py; done |
+      xargs -P 4 -I{} bash -c 'grade rmsnorm cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"'
+    wait ;;
   stability|rmsnorm_stability|attention_stability)
     # The expert graded as a submission, 5 sealed reruns per environment: the reward's spread
     # when nothing differs but the run. Attention's expert runs cuDNN, which is forbidden to
