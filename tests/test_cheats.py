@@ -102,12 +102,18 @@ ATTENTION_GPU_ONLY = {
     "flash_audit_stripped": ("error", {"raised"}),
     "mem_efficient_audit_stripped": ("error", {"crashed"}),
 }
+# GPU known holes: what the grade should be, not what it is. Graded by tools/gpu_check.sh to
+# measure them (docs/h200/NOTES.md, Open). FlexAttention's kernels are generated in the
+# submission's own process from templates shipped as readable files: not yet graded on the
+# H200 (its cold compile, 223 s in run 14, may hit the call limit first).
+ATTENTION_GPU_HOLES = {"flex_audit_stripped": ("flagged", {"forbidden_op"})}
 
 
 def test_corpus_is_complete():
     on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
     assert on_disk == set(RMSNORM) | set(GPU_ONLY)
-    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION) | set(ATTENTION_GPU_ONLY)
+    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == (set(ATTENTION) | set(ATTENTION_GPU_ONLY)
+                                                                                  | set(ATTENTION_GPU_HOLES))
 
 
 def test_every_cheat_says_what_it_tries():
