@@ -4,7 +4,8 @@ A CUDA library carries its GPU code in the ELF section ``.nv_fatbin``: one fatbi
 translation unit, each a header followed by entries (a cubin per architecture, PTX, most
 of them compressed). With lazy module loading, the default since CUDA 12.2, the driver
 reads a fatbin from the library's mapping only when one of its kernels is first launched.
-Overwriting a fatbin in a process's private (copy-on-write) mapping before that moment
+Replacing a fatbin's bytes in a process with zeros (anonymous memory in place of the
+library's pages, so that discarding them cannot read the file back) before that moment
 removes its kernels from that process for good: a launch fails to load them, and once
 Landlock also makes the library's file unreadable (the sandbox does both) no intact copy
 is left to restore from.
@@ -22,8 +23,8 @@ Two halves, in two processes:
   fatbins carry no source names (checked on the H200, run 23), and the entries are
   compressed, so the driver is the one reader that always agrees with the loader. The
   answer is cached per library file (a few seconds once per torch build);
-- the sandbox, before confinement and before the submission is imported, overwrites those
-  spans in its own mapping (:func:`overwrite`), after checking each is the fatbin the
+- the sandbox, before confinement and before the submission is imported, zeroes those
+  spans in its own address space (:func:`overwrite`), after checking each is the fatbin the
   grader saw.
 
 Format (cuobjdump's and the public decompressors' reading of it; little-endian):
@@ -45,6 +46,7 @@ from pathlib import Path
 
 FATBIN_MAGIC = 0xBA55ED50
 _FATBIN_HEADER = struct.Struct("<IHHQ")
+_MAP_FIXED = 0x10  # Linux, every architecture torch ships for
 _ALIGN = 8
 
 
@@ -133,16 +135,30 @@ def _mappings(low: int, high: int) -> list[tuple[int, int, int]]:
 
 
 def _overwrite(libc, first: int, size: int) -> None:
-    """Zero [first, first + size) of a read-only mapping. Copy-on-write: the pages become
-    this process's own; the file and every other process are untouched. Each page gets its
-    protection back afterwards (a page may be shared with code next to the section)."""
+    """Zero [first, first + size) of the library's mapping for good.
+
+    Writing into the private file mapping (copy-on-write) is not enough: ``madvise
+    (MADV_DONTNEED)`` drops a private copy, and the next read fills the page from the file
+    again, intact (Landlock does not see page faults). So the pages become anonymous
+    memory: a fixed anonymous mapping replaces them, the bytes before and after the fatbin
+    in its first and last page are copied back, and each page gets its protection back
+    (a boundary page may hold the section's neighbours). Discarding an anonymous page reads
+    zeros. Pages wholly inside the fatbin are never touched again, so they cost no memory."""
     page = mmap.PAGESIZE
     low, high = first // page * page, (first + size + page - 1) // page * page
     spans = _mappings(low, high)
-    for span_start, span_end, prot in spans:
-        if libc.mprotect(span_start, span_end - span_start, prot | mmap.PROT_WRITE) != 0:
-            raise OSError(ctypes.get_errno(), "mprotect failed")
-    ctypes.memset(first, 0, size)
+    if not spans or spans[0][0] != low or spans[-1][1] != high:
+        raise ValueError(f"the fatbin at {first:#x} is not wholly mapped")
+    head = ctypes.string_at(low, first - low)
+    tail = ctypes.string_at(first + size, high - first - size)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+    placed = libc.mmap(low, high - low, mmap.PROT_READ | mmap.PROT_WRITE,
+                       mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED, -1, 0)
+    if placed != low:
+        raise OSError(ctypes.get_errno(), "mmap(MAP_FIXED) failed")
+    ctypes.memmove(low, head, len(head))
+    ctypes.memmove(first + size, tail, len(tail))
     for span_start, span_end, prot in spans:
         if libc.mprotect(span_start, span_end - span_start, prot) != 0:
             raise OSError(ctypes.get_errno(), "mprotect failed")

@@ -3,6 +3,7 @@ section holds three synthetic fatbins. The driver half (which fatbins hold which
 needs a GPU and is exercised on the H200 (tools/probes/fatbin_probe.py, gpu_check.sh)."""
 import ctypes
 import hashlib
+import mmap
 import shutil
 import struct
 import subprocess
@@ -68,7 +69,15 @@ def test_overwrite_zeroes_only_the_named_fatbins_in_this_process(library):
     assert memory[56:85] == bytes(29)  # gone, header and all
     assert memory[:56] == SECTION[0] and memory[88:128] == SECTION[2]  # neighbours intact
     assert loaded.stand_in() == 7  # the library's code still runs (protections restored)
-    assert hashlib.sha256(library.read_bytes()).hexdigest() == before  # copy-on-write: the file is untouched
+    assert hashlib.sha256(library.read_bytes()).hexdigest() == before  # the file is untouched
+    # A submission that discards the pages must not get the file's bytes back: on a private
+    # file mapping MADV_DONTNEED would refill them from the file.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    page = mmap.PAGESIZE
+    low = (start + 56) // page * page
+    assert libc.madvise(low, (start + 85 - low + page - 1) // page * page, mmap.MADV_DONTNEED) == 0
+    assert ctypes.string_at(start + 56, 29) == bytes(29)
 
 
 def test_overwrite_refuses_a_span_that_is_not_the_fatbin_the_grader_saw(library):
