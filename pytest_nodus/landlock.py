@@ -101,6 +101,7 @@ def find_libraries(prefixes) -> list[str]:
         pass
     for packages in site.getsitepackages():
         dirs.update(glob.glob(os.path.join(packages, "nvidia", "*", "lib")))
+    dirs.update(package_library_dirs())
     try:
         cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
         dirs.update(os.path.dirname(line.split(" => ")[-1]) for line in cache.splitlines() if " => " in line)
@@ -117,6 +118,21 @@ def find_libraries(prefixes) -> list[str]:
             continue
         found.update(os.path.realpath(os.path.join(directory, n)) for n in names if n.startswith(tuple(prefixes)))
     return sorted(found)
+
+
+def package_library_dirs(bases=("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/opt/*/*/lib")) -> set[str]:
+    """Library directories of the Python packages of every installation under ``bases``
+    (``torch/lib``, ``nvidia/*/lib``, ...): a second Python's copy of a library is as
+    loadable as the one this process mapped. ``/opt/torch/.venv/lib`` (the H200 image's
+    layout) is matched: hidden directories count."""
+    import glob
+
+    found = set()
+    for base in bases:
+        for packages in glob.glob(os.path.join(base, "python3*", "*-packages"), include_hidden=True):
+            found.update(glob.glob(os.path.join(packages, "*", "lib"), include_hidden=True))
+            found.update(glob.glob(os.path.join(packages, "nvidia", "*", "lib"), include_hidden=True))
+    return found
 
 
 def carve(roots, unreadable) -> tuple[list[str], list[str]]:

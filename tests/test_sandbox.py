@@ -142,3 +142,15 @@ def test_without_removal_the_same_sandbox_serves(tmp_path):
         assert sandbox.alive
     finally:
         sandbox.close()
+
+
+def test_libraries_of_other_python_installations_are_found(tmp_path):
+    """A copy of an unreadable library in another Python's packages (a venv under /opt, as on
+    the H200 image, or a system Python's dist-packages) is looked for too."""
+    venv_lib = tmp_path / "opt" / "torch" / ".venv" / "lib" / "python3.12" / "site-packages" / "torch" / "lib"
+    system_lib = tmp_path / "usr" / "lib" / "python3" / "dist-packages" / "nvidia" / "cudnn" / "lib"
+    unrelated = tmp_path / "usr" / "lib" / "elsewhere" / "lib"
+    for directory in (venv_lib, system_lib, unrelated):
+        directory.mkdir(parents=True)
+    found = landlock.package_library_dirs((str(tmp_path / "opt" / "*" / "*" / "lib"), str(tmp_path / "usr" / "lib")))
+    assert found == {str(venv_lib), str(system_lib)}
