@@ -143,7 +143,6 @@ class Grader:
         self.planned_dims: dict[str, list] = {}  # env name -> dims of every timed size
         self._load_failures: dict[tuple[str, str], SandboxFailure] = {}
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
-        adopt_orphans()  # a process that leaves a sandbox's tree comes back here (stray_processes)
 
     def close(self) -> None:
         for sandbox in self._sandboxes.values():
@@ -210,6 +209,9 @@ class Grader:
                           # libraries a submission is kept from.
                           unreadable_libraries=env.unreadable_libraries if kept_out else (),
                           removed_kernels=removed)
+        # A process that leaves a sandbox's tree comes back here (stray_processes). Set at the
+        # first start, not at construction: a Grader that starts nothing changes nothing.
+        adopt_orphans()
         try:
             sandbox.start(capacity)
         except SandboxFailure as failure:
