@@ -70,6 +70,7 @@ class SizeResult:
     calls: int = 0
     env: dict | None = None
     isolation: str | None = None
+    removed_fatbins: int | None = None  # torch fatbins taken out of the submission's process
     kernels: list[dict] | None = None
     device: str | None = None  # which device graded it ("cuda:1" under xdist worker gw1)
     # --nodus-trusted only: forbidden-kernel findings kept for the record, not scored.
@@ -395,7 +396,7 @@ class Grader:
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
             return result
-        result.isolation = submission.isolation
+        result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
         sandboxes = {"expert": expert, "submission": submission}
         times: dict[str, list[timing.CallTimes]] = {"expert": [], "submission": []}
         baselines = self._baseline_sandboxes(env, size, result) if size.kind in ("public", "hidden") else {}
@@ -513,7 +514,7 @@ class Grader:
             return result
         try:
             submission = self._sandbox(env, "submission", dims)
-            result.isolation = submission.isolation
+            result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
             size_label = f"{label}/{sorted(dims.items())}"
             fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun), self.torch_device)
             self._call(env, submission, dims, fresh, None, result, "submission", timed=False)

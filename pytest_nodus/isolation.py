@@ -160,6 +160,7 @@ class Sandbox:
         self.arena = None  # grader-owned; must outlive the process that maps it
         self.clock = None  # the grader's clock for this sandbox's calls (pytest_nodus.clock)
         self.isolation = "none"
+        self.removed_fatbins = 0  # fatbins this sandbox overwrote (pytest_nodus.fatbin), as it said
         self.scratch: Path | None = None
 
     # -- lifecycle --------------------------------------------------------------------
@@ -226,6 +227,7 @@ class Sandbox:
                                                 "remove": self.removed_kernels})
         hello = self._await_reply(self.startup_timeout_s, during="start-up")
         self.isolation = str(hello.get("isolation", "none"))
+        self.removed_fatbins = int(hello.get("removed_fatbins") or 0)
         if not hello.get("ok"):
             error = hello.get("error") or {}
             raise SandboxFailure("error", "load_failed",

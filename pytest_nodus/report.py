@@ -45,6 +45,8 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         "sealed": meta["sealed"],
         "trusted": bool(meta.get("trusted")),
         "isolation": "process" if "process" in isolations else (isolations.pop() if len(isolations) == 1 else "none"),
+        # Fewest over the sizes: a grade is as sealed as its least sealed size.
+        "removed_fatbins": min((r.get("removed_fatbins") or 0 for r in results if r.get("isolation")), default=0),
         "status": status,
         "reward": statistics.median(rewards) if status == "correct" else reward.FLOOR,
         "speedup": statistics.median(speedups) if speedups else None,
@@ -82,6 +84,8 @@ def terminal_lines(document: dict) -> list[str]:
     header = (f"environment {env['name']} v{env['version']} | submission {sub['path']} (sha256 {sub['sha256'][:12]}) | "
               f"{document['device']['description']} | {'sealed' if document['sealed'] else 'local check'} | "
               f"isolation {document['isolation']}")
+    if document.get("removed_fatbins"):
+        header += f" | {document['removed_fatbins']} torch kernel fatbins removed"
     if document.get("trusted"):
         header += " | TRUSTED: forbidden kernels waived (calibration, never an agent's grade)"
     unit = next((s["throughput_unit"] for s in document["sizes"] if s.get("throughput_unit")), "GB/s")

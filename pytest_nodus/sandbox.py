@@ -373,11 +373,15 @@ def main(argv=None) -> int:
     # Map the grader's arena now: once confined, this process could not import CUDA IPC memory.
     first = transport.recv_request(requests)
     removal_error = None
+    removed_fatbins = 0
     if first.get("remove"):
         # Before anything else runs: a removed kernel must never have been loaded.
         try:
-            if fatbin.overwrite(first["remove"]) is None:
+            removal = fatbin.overwrite(first["remove"])
+            if removal is None:
                 removal_error = f"{first['remove']['library']} is not loaded here"
+            else:
+                removed_fatbins = removal.removed
         except (OSError, ValueError) as exc:
             removal_error = exc  # reported in the hello: the sandbox must not serve
     arena = transport.open_shared(first["arena"])
@@ -430,7 +434,8 @@ def main(argv=None) -> int:
                       prepare=prepare, clock=clock_parts, heap=output_heap,
                       send=lambda reply: transport.send_reply(replies, reply),
                       receive=lambda: transport.recv_request(requests))
-    transport.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid()})
+    transport.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid(),
+                                    "removed_fatbins": removed_fatbins})
     handlers = {"call": harness.call, "go": harness.go, "finish": harness.finish}
     while True:
         try:

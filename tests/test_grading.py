@@ -33,6 +33,7 @@ def test_correct_kernels_pass_three_sealed_reruns(grade, xdist, submission):
     assert len([s for s in document["sizes"] if s["kind"] == "fuzz"]) == 3
     assert document["trusted"] is False
     assert {s["device"] for s in document["sizes"]} == {"cpu"}  # xdist workers say which device graded
+    assert document["removed_fatbins"] == 0  # rmsnorm removes nothing, and the CPU has no fatbins
 
 
 def test_hidden_sizes_stay_hidden(grade):
