@@ -182,6 +182,11 @@ class Environment:
     # file is made unreadable (pytest_nodus.fatbin). On the GPU only; a pattern that matches
     # no kernel is an error, not a silent pass.
     removed_kernels: tuple[str, ...] = ()
+    # Directories of inductor's kernel templates (relative to torch/_inductor, e.g.
+    # "kernel/flex/templates": FlexAttention) a submission may not generate kernels from:
+    # the sandbox builds them from a stub and makes the files unreadable
+    # (pytest_nodus.templates). On every device; a directory that does not exist is an error.
+    removed_templates: tuple[str, ...] = ()
     # device kind -> {name: kernel file}: other production kernels timed beside the expert
     # for context (--nodus-baselines); never part of the reward. A baseline file may define
     # ``prepare(*args)`` returning the arguments of its ``kernel``: run before the clock

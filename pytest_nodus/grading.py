@@ -209,7 +209,8 @@ class Grader:
                           # A trusted submission is the expert itself (calibration): it needs the
                           # libraries a submission is kept from.
                           unreadable_libraries=env.unreadable_libraries if kept_out else (),
-                          removed_kernels=removed)
+                          removed_kernels=removed,
+                          removed_templates=env.removed_templates if kept_out else ())
         # A process that leaves a sandbox's tree comes back here (stray_processes). Set at the
         # first start, not at construction: a Grader that starts nothing changes nothing.
         adopt_orphans()

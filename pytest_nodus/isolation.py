@@ -142,7 +142,8 @@ class Sandbox:
 
     def __init__(self, kernel_path: Path, role: str, device: str, entry_point: str = "kernel",
                  startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None,
-                 unreadable_libraries: tuple[str, ...] = (), removed_kernels: dict | None = None):
+                 unreadable_libraries: tuple[str, ...] = (), removed_kernels: dict | None = None,
+                 removed_templates: tuple[str, ...] = ()):
         self.kernel_path = Path(kernel_path)
         self.role = role
         self.device = device
@@ -154,6 +155,7 @@ class Sandbox:
         # fatbins to overwrite in the sandbox's mapping (pytest_nodus.fatbin.forbidden_fatbins);
         # their library's file then becomes unreadable too, so no intact copy is left.
         self.removed_kernels = removed_kernels
+        self.removed_templates = tuple(removed_templates)  # inductor template dirs (pytest_nodus.templates)
         if removed_kernels and removed_kernels["spans"]:
             self.unreadable_libraries += (os.path.basename(removed_kernels["library"]),)
         self.process: subprocess.Popen | None = None
@@ -213,6 +215,8 @@ class Sandbox:
             command.append("--no-audit")
         for prefix in self.unreadable_libraries:
             command += ["--unreadable-library", prefix]
+        for directory in self.removed_templates:
+            command += ["--removed-templates", directory]
         self._log = open(self.scratch / "sandbox.log", "wb")
         self.process = subprocess.Popen(command, pass_fds=(req_r, rep_w), cwd=self.scratch, env=env,
                                         stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,

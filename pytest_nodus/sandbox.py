@@ -47,7 +47,7 @@ import traceback
 
 import torch
 
-from pytest_nodus import fatbin, guard, landlock, transport
+from pytest_nodus import fatbin, guard, landlock, templates, transport
 from pytest_nodus.correctness import same_bits
 
 # Captured before any submission code runs. On the CPU a call's time is the CPU time of this
@@ -313,10 +313,10 @@ def _submission_frame(exc: BaseException) -> str:
     return f"line {frames[-1].lineno}" if frames else ""
 
 
-def _confine(scratch: str, device: torch.device, unreadable_libraries=()) -> tuple[str, list[str]]:
+def _confine(scratch: str, device: torch.device, unreadable_libraries=(), unreadable_paths=()) -> tuple[str, list[str]]:
     """Landlock: read the Python installation and system trees only, less the libraries the
-    environment keeps out; write scratch only. Returns the isolation level and the trees
-    the sandbox may read."""
+    environment keeps out (and ``unreadable_paths``, files or directories); write scratch
+    only. Returns the isolation level and the trees the sandbox may read."""
     import site
     import sysconfig
 
@@ -333,7 +333,8 @@ def _confine(scratch: str, device: torch.device, unreadable_libraries=()) -> tup
     devices = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"]
     if device.type == "cuda":
         devices += [os.path.join("/dev", n) for n in os.listdir("/dev") if n.startswith("nvidia")]
-    abi = landlock.restrict(sorted(read), [scratch], devices, landlock.find_libraries(unreadable_libraries))
+    abi = landlock.restrict(sorted(read), [scratch], devices,
+                            landlock.find_libraries(unreadable_libraries) + list(unreadable_paths))
     return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch})
 
 
@@ -361,6 +362,7 @@ def main(argv=None) -> int:
     parser.add_argument("--role", choices=("submission", "expert", "baseline"), required=True)
     parser.add_argument("--no-audit", action="store_true")
     parser.add_argument("--unreadable-library", action="append", default=[])
+    parser.add_argument("--removed-templates", action="append", default=[])
     args = parser.parse_args(argv)
     from multiprocessing.connection import Connection
 
@@ -407,7 +409,13 @@ def main(argv=None) -> int:
         triton_interpreter.install()
     tripwire = None
     if args.role == "submission":
-        isolation, readable = _confine(args.scratch, device, tuple(args.unreadable_library))
+        unreadable = []
+        if args.removed_templates and removal_error is None:
+            try:
+                unreadable = templates.stub_out(tuple(args.removed_templates))
+            except (OSError, RuntimeError) as exc:
+                removal_error = exc  # fail closed, as for fatbins: reported in the hello
+        isolation, readable = _confine(args.scratch, device, tuple(args.unreadable_library), unreadable)
         tripwire = guard.EscapeTripwire(readable)
         # The project root (where expert/ and sealed_fixtures/ live) is unreadable now;
         # drop it from the import path too, so imports from it fail at once and plainly.

@@ -101,22 +101,26 @@ ATTENTION_GPU_ONLY = {
     # correct at 0.787x cuDNN, reward -0.35.
     "flash_audit_stripped": ("error", {"raised"}),
     "mem_efficient_audit_stripped": ("error", {"crashed"}),
-    # Not yet graded on the H200: discards the pages that held the kernels, hoping the file
-    # refills them. Anonymous memory refills with zeros (tests/test_fatbin.py shows both).
-    "flash_pages_restored": ("error", {"raised"}),
 }
-# GPU known holes: what the grade should be, not what it is. Graded by tools/gpu_check.sh to
-# measure them (docs/h200/NOTES.md, Open). FlexAttention's kernels are generated in the
-# submission's own process from templates shipped as readable files: not yet graded on the
-# H200 (its cold compile, 223 s in run 14, may hit the call limit first).
-ATTENTION_GPU_HOLES = {"flex_audit_stripped": ("flagged", {"forbidden_op"})}
+# Written against defences that are not yet graded on the H200: the grade expected there
+# (tools/gpu_check.sh grades them; docs/h200/NOTES.md, Open).
+ATTENTION_GPU_UNGRADED = {
+    # Discards the pages that held the kernels, hoping the file refills them. Anonymous
+    # memory refills with zeros (tests/test_fatbin.py shows both on the CPU).
+    "flash_pages_restored": ("error", {"raised"}),
+    # FlexAttention's templates are stubs in the submission's inductor and their files are
+    # unreadable (pytest_nodus.templates; tests/test_sandbox.py on the CPU), so there is no
+    # flex kernel to generate. Expected: inductor fails; if it falls back to its unfused
+    # path instead, that is plain torch ops, graded as such.
+    "flex_audit_stripped": ("error", {"raised"}),
+}
 
 
 def test_corpus_is_complete():
     on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
     assert on_disk == set(RMSNORM) | set(GPU_ONLY)
     assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == (set(ATTENTION) | set(ATTENTION_GPU_ONLY)
-                                                                                  | set(ATTENTION_GPU_HOLES))
+                                                                                  | set(ATTENTION_GPU_UNGRADED))
 
 
 def test_every_cheat_says_what_it_tries():

@@ -134,6 +134,9 @@ ENVIRONMENT = Environment(
     # (fmha_cutlass*) kernels: 119 fatbins, 1623 kernels of libtorch_cuda.so in torch 2.11
     # (run 24 on the H200), gone from the submission's process.
     removed_kernels=(r"pytorch_flash", r"fmha_cutlass"),
+    # FlexAttention's Triton kernels are generated in the caller's process from these
+    # templates: the submission's copy of inductor gets stubs instead.
+    removed_templates=("kernel/flex/templates",),
     call_timeout_s=120.0,
     # Millisecond kernels, and each round's fp32 reference costs more than the kernels: 2 + 10
     # rounds. On the H200 (run 10) the expert graded against itself came within 0.01 of 0 in

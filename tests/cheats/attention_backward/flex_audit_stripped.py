@@ -1,10 +1,12 @@
 """Cheat: torch's FlexAttention (its Triton templates, compiled by inductor in the submission's own process) with a block mask for the documents and the window, forward recomputed under autograd, and the audit report rewritten so it names no flex kernel.
 
-A known hole on the GPU, not yet graded there. The kernels are generated in the sandbox
-from templates that ship with torch as readable files, so neither Landlock nor the fatbin
-removal keeps them out, and the audit that names them is the submission's own report.
-From shared/GPU.md's figures (FlexAttention 263 and 103 TF/s against cuDNN's 313 and 251 at
-D = 128 and 256) it would be paid about log2(0.6), well above the floor.
+The kernels are generated in the sandbox from templates that ship with torch as readable
+files, so neither Landlock on a library nor the fatbin removal keeps them out, and the
+audit that names them is the submission's own report. From shared/GPU.md's figures
+(FlexAttention 263 and 103 TF/s against cuDNN's 313 and 251 at D = 128 and 256) it would be
+paid about log2(0.6), well above the floor. Now the submission's inductor builds those
+templates from a stub and their files are unreadable (pytest_nodus.templates): there is no
+flex kernel to generate. Not yet graded on the H200.
 """
 
 import re
