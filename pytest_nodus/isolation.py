@@ -152,7 +152,7 @@ class Sandbox:
         self.audit = audit
         self.cache_dir = cache_dir  # persistent compile cache, for the trusted expert only
         self.unreadable_libraries = tuple(unreadable_libraries)  # a submission's only
-        # fatbins to overwrite in the sandbox's mapping (pytest_nodus.fatbin.forbidden_fatbins);
+        # fatbins to zero in the sandbox's memory (pytest_nodus.fatbin.forbidden_fatbins);
         # their library's file then becomes unreadable too, so no intact copy is left.
         self.removed_kernels = removed_kernels
         self.removed_templates = tuple(removed_templates)  # inductor template dirs (pytest_nodus.templates)

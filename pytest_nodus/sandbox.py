@@ -1,10 +1,10 @@
 """The sandbox: the only process that ever imports a submission (or an expert kernel).
 
 Started by :mod:`pytest_nodus.isolation` as ``python -m pytest_nodus.sandbox``. It
-imports torch (and Triton), initialises the device, takes out the kernels its environment
-removes (:mod:`pytest_nodus.fatbin`), confines itself with Landlock, and only then imports
-the kernel file from its scratch directory. From then on it answers the
-grader's requests, one at a time:
+imports torch (and Triton), initialises the device, takes out the kernels and kernel
+templates its environment removes (:mod:`pytest_nodus.fatbin`, :mod:`pytest_nodus.templates`),
+confines itself with Landlock, and only then imports the kernel file from its scratch
+directory. From then on it answers the grader's requests, one at a time:
 
 ``call``
     arm one call of the kernel on inputs the grader will place in the arena (the
