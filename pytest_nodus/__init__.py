@@ -7,6 +7,9 @@ business. Module map (one concept each):
 - ``inputs``        fresh inputs per call, grader-owned slots, seeds
 - ``isolation``     the grader's handle on a sandbox process; ``sandbox`` is that process
 - ``landlock``      kernel-enforced confinement of the sandbox; ``guard`` its tripwires
+- ``fatbin``        GPU kernels compiled into torch, taken out of a submission's process
+- ``templates``     inductor kernel templates (FlexAttention's) kept out of it
+- ``heap``          GPU: a call's allocations in the grader's arena (outputs read in place)
 - ``transport``     shared tensors and the message protocol between the two
 - ``correctness``   tolerances and every-element verification
 - ``clock``         the grader's own clock around each call (the time a submission cannot forge)
