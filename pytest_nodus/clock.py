@@ -158,6 +158,11 @@ class GraderClock:
             self.flag.zero_()
             self.output_words = output_words(arena)
             self.output_words.fill_(-1)
+            # The words as they stood when the flag came, copied on the grader's stream before
+            # the snapshot. Everything the grader reads of them (the snapshot's offsets, the
+            # alias and late-write checks) comes from this copy: the sandbox could rewrite the
+            # shared words after the flag and show the later checks other bytes.
+            self.words_at_flag = torch.full_like(self.output_words[:MAX_OUTPUTS], -1)
             self._arena_words = arena.view(torch.int32)
             self._limit_bytes = arena.numel() - FLAG_BYTES
             self.stream = torch.cuda.Stream(device)
@@ -208,6 +213,7 @@ class GraderClock:
             self.flush_buffer.zero_()  # inputs and receipts come from HBM, as for a cold call
             self.go.record(self.stream)
             self.memory_ops.wait_geq(self.stream, self.flag, self.call_number)
+            self.words_at_flag.copy_(self.output_words[:MAX_OUTPUTS])
             self._snapshot = [self._copy_output(slot) for slot in range(len(receipts))]
             self.closed.record(self.stream)
         return self.call_number
@@ -242,7 +248,7 @@ class GraderClock:
         n_words = -(-nbytes // 4)
         words = torch.empty(n_words, dtype=torch.int32, device=self.device)
         block = 4096
-        _gather()[(-(-n_words // block),)](self._arena_words, self.output_words, slot, words, n_words,
+        _gather()[(-(-n_words // block),)](self._arena_words, self.words_at_flag, slot, words, n_words,
                                            self._limit_bytes, BLOCK=block)
         return words.view(torch.uint8)[:nbytes].view(dtype).view(shape)
 
@@ -256,7 +262,7 @@ class GraderClock:
         return self._spans
 
     def _read_spans(self) -> list[tuple[int, int] | None]:
-        offsets = self.output_words[:len(self._outputs)].tolist()
+        offsets = self.words_at_flag[:len(self._outputs)].tolist()
         spans = []
         for offset, (nbytes, _, _) in zip(offsets, self._outputs):
             n_words = -(-nbytes // 4)
