@@ -50,13 +50,19 @@ def stub_out(directories: tuple[str, ...]) -> list[str]:
     import torch._inductor.utils as inductor_utils
 
     original = inductor_utils.load_template
+    stubbed = []
 
     def load_template(name: str, template_dir: Path) -> str:
         if Path(template_dir).resolve() in removed:
+            stubbed.append(name)
             return STUB
         return original(name, template_dir)
 
     inductor_utils.load_template = load_template
     import torch._inductor.kernel  # noqa: F401  builds every template now, the removed ones from the stub
 
+    if not stubbed:
+        # A torch that reads these templates some other way would have them in memory now,
+        # real, while the files look removed: refuse rather than pretend.
+        raise RuntimeError(f"inductor loaded no template from {sorted(map(str, removed))} through load_template")
     return sorted(str(d) for d in removed)

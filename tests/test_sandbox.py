@@ -195,3 +195,20 @@ def test_without_the_stubs_the_flex_template_is_real():
                           "f.flex_attention_backward_template.template.render()"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode != 0 and "def_kernel" in out.stderr, out.stderr[-2000:]
+
+
+def test_template_stubbing_refuses_what_it_cannot_do(tmp_path):
+    """Fail closed: a directory inductor loads no template from (here an empty one), or one
+    that does not exist, is refused instead of being reported as removed."""
+    probe = textwrap.dedent(f"""
+        from pytest_nodus import templates
+        for directory in ({str(tmp_path)!r}, {str(tmp_path / 'absent')!r}):
+            try:
+                templates.stub_out((directory,))
+                print("accepted")
+            except (RuntimeError, FileNotFoundError) as exc:
+                print(type(exc).__name__)
+    """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert out.stdout.split() == ["RuntimeError", "FileNotFoundError"], out.stderr[-2000:]
