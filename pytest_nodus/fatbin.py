@@ -41,7 +41,7 @@ import os
 import re
 import struct
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 FATBIN_MAGIC = 0xBA55ED50
@@ -60,7 +60,7 @@ class Fatbin:
 class Removal:
     """What :func:`overwrite` did, for the sandbox's hello and the grade."""
     library: str
-    removed: int = 0  # fatbins overwritten
+    removed: int = 0  # fatbins zeroed
     removed_bytes: int = 0
 
     def as_dict(self) -> dict:
@@ -212,14 +212,15 @@ def _driver():
     return _CUDA
 
 
-def forbidden_fatbins(library: str, patterns: tuple[str, ...], cache_dir: Path | None) -> dict:
+def forbidden_fatbins(library: str, patterns: tuple[str, ...], cache_dir: Path | None, gpu: str = "") -> dict:
     """The fatbins of ``library`` (a file) holding a kernel whose name matches one of
     ``patterns``: ``{"library", "section": [address, size], "spans": [[offset, size], ...],
     "kernels": n}``, offsets from the start of ``.nv_fatbin``. Cached in ``cache_dir`` per
-    library file and patterns. Grader side: it loads every fatbin into the driver."""
+    library file, patterns and ``gpu`` (its architecture: which fatbins the driver can load,
+    and so read names from, depends on it). Grader side: it loads every fatbin into the driver."""
     library = os.path.realpath(library)
     stat = os.stat(library)
-    key = hashlib.sha256(json.dumps([library, stat.st_size, stat.st_mtime_ns, list(patterns)]).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([library, stat.st_size, stat.st_mtime_ns, list(patterns), gpu]).encode()).hexdigest()
     cached = Path(cache_dir) / f"fatbins-{key[:24]}.json" if cache_dir else None
     if cached is not None and cached.exists():
         try:

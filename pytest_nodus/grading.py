@@ -172,7 +172,8 @@ class Grader:
             if library is None:
                 raise RuntimeError("torch's CUDA library is not loaded: cannot remove kernels from submissions")
             cache = self.expert_cache.parent / "fatbins" if self.expert_cache else None
-            found = fatbin.forbidden_fatbins(library, env.removed_kernels, cache)
+            major, minor = torch.cuda.get_device_capability(self.torch_device)
+            found = fatbin.forbidden_fatbins(library, env.removed_kernels, cache, gpu=f"sm_{major}{minor}")
             if not found["spans"]:
                 # Stale patterns (a torch build whose kernels are named otherwise) must not
                 # quietly let the kernels back in.

@@ -90,3 +90,24 @@ def test_overwrite_refuses_a_span_that_is_not_the_fatbin_the_grader_saw(library)
 
 def test_overwrite_of_a_library_not_loaded_here_does_nothing(tmp_path):
     assert fatbin.overwrite({"library": str(tmp_path / "libabsent.so"), "section": [0, 0], "spans": []}) is None
+
+
+def test_forbidden_fatbins_by_kernel_name_cached_per_library_patterns_and_gpu(library, tmp_path, monkeypatch):
+    """The grader's half with the driver replaced by a stand-in that names each fatbin's
+    kernels by its fill byte: the second fatbin holds the forbidden kernel."""
+    names = {0xA1: ["_Z6matmulv"], 0xB2: ["_ZN13pytorch_flash9flash_bwdEv", "_Z6helperv"], 0xC3: ["_Z7softmaxv"]}
+    asked = []
+
+    def kernel_names(image):
+        asked.append(len(image))
+        return names[image[16]]
+
+    monkeypatch.setattr(fatbin, "kernel_names", kernel_names)
+    found = fatbin.forbidden_fatbins(str(library), (r"pytorch_flash",), tmp_path, gpu="sm_90")
+    assert found["spans"] == [[56, 29]] and found["kernels"] == 1 and len(asked) == 3
+    again = fatbin.forbidden_fatbins(str(library), (r"pytorch_flash",), tmp_path, gpu="sm_90")
+    assert again == found and len(asked) == 3  # from the cache: the driver was not asked again
+    fatbin.forbidden_fatbins(str(library), (r"pytorch_flash",), tmp_path, gpu="sm_80")
+    assert len(asked) == 6  # another GPU may load other fatbins: not the same answer
+    none = fatbin.forbidden_fatbins(str(library), (r"fmha_cutlass",), tmp_path, gpu="sm_90")
+    assert none["spans"] == [] and none["kernels"] == 0
