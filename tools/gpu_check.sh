@@ -33,7 +33,10 @@ grade() {  # env name submission [extra pytest args...]
   local env=$1 name=$2 sub=$3; shift 3
   local t0=$(date +%s.%N) left=$(( NODUS_DEADLINE - $(date +%s) ))
   if [ $left -lt 30 ]; then echo "$name skipped (deadline)"; return; fi
-  timeout $(( left < ${GRADE_TIMEOUT:-900} ? left : ${GRADE_TIMEOUT:-900} )) python3 -m pytest env_suites/$env -q -p no:cacheprovider --nodus-submission="$sub" \
+  # faulthandler: a size that runs past FAULTHANDLER_S dumps every thread's stack into the
+  # log (run 25's four parallel grades stalled with nothing to show where).
+  timeout $(( left < ${GRADE_TIMEOUT:-900} ? left : ${GRADE_TIMEOUT:-900} )) python3 -m pytest env_suites/$env -q -p no:cacheprovider \
+      -o faulthandler_timeout=${FAULTHANDLER_S:-240} --nodus-submission="$sub" \
       --nodus-json="$WORK/$name.json" "$@" > "$WORK/$name.log" 2>&1
   echo "$name rc=$? wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
 }
