@@ -100,11 +100,30 @@ def stray_processes(sandboxes) -> list[int]:
             except (ProcessLookupError, PermissionError):
                 pass
     for pid in adopted:
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
+        reap(pid)
     return strays
+
+
+# How long the grader waits for a killed process to be gone. A SIGKILLed process normally
+# ends at once; one stuck in the GPU driver's teardown must not stall the grader for good
+# (while it holds the GPU lock, every other grade on that GPU would wait too).
+REAP_TIMEOUT_S = 60.0
+
+
+def reap(pid: int, timeout_s: float = REAP_TIMEOUT_S) -> bool:
+    """Wait for the killed child ``pid`` to end and reap it, for at most ``timeout_s``.
+    False if it has not ended by then (it is left as it is)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True  # not ours, or already reaped
+        if done:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
 
 
 def _stat_fields(pid: int) -> list[str]:
@@ -126,10 +145,7 @@ def _reap_group(pgid: int) -> None:
     for pid in children(os.getpid()):
         fields = _stat_fields(pid)
         if len(fields) > 2 and fields[2] == str(pgid):
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            reap(pid)
 
 
 def _scratch_root() -> str | None:
@@ -329,7 +345,12 @@ class Sandbox:
             except (ProcessLookupError, PermissionError):
                 if self.process.poll() is None:
                     self.process.kill()
-            self.process.wait()
+            try:
+                self.process.wait(timeout=REAP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                # Stuck in teardown (the GPU driver): left behind rather than waited on forever.
+                sys.stderr.write(f"pytest-nodus: sandbox {self.process.pid} did not end within "
+                                 f"{REAP_TIMEOUT_S:.0f} s of SIGKILL; left behind\n")
             _reap_group(self.process.pid)
         for conn in ("_requests", "_replies"):
             c = getattr(self, conn, None)

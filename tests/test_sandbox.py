@@ -212,3 +212,20 @@ def test_template_stubbing_refuses_what_it_cannot_do(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
     assert out.stdout.split() == ["RuntimeError", "FileNotFoundError"], out.stderr[-2000:]
+
+
+def test_reaping_a_process_that_does_not_end_is_bounded():
+    """The grader never waits for good on a process that will not end (one stuck in the GPU
+    driver's teardown would otherwise stall it, holding the GPU lock)."""
+    import signal
+    import time
+
+    from pytest_nodus.isolation import reap
+
+    child = subprocess.Popen(["sleep", "30"])
+    started = time.monotonic()
+    assert reap(child.pid, timeout_s=0.3) is False  # still running: given up on, not waited for
+    assert time.monotonic() - started < 5
+    child.send_signal(signal.SIGKILL)
+    assert reap(child.pid, timeout_s=10) is True
+    child.returncode = -9  # reaped here, not by Popen
