@@ -16,6 +16,9 @@
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 # Several modes run in order: bash tools/gpu_check.sh quick attention
+# ATTENTION_PARALLEL=N grades N attention cheats at once (default 1: four at once stalled in
+# run 25); FAULTHANDLER_S=N (default 240) dumps a grade's stacks into its log when one size
+# runs longer.
 # --gpu N first pins the whole invocation to GPU N (two invocations can then share a
 # 2-GPU machine); NODUS_DEADLINE=<epoch s> makes grades that would start after it skip,
 # and cuts the running one, so the archive and table still come back inside a time limit.
