@@ -120,21 +120,29 @@ def _load_bias(path: str) -> int:
     return link_map.contents.l_addr
 
 
-def _mappings(low: int, high: int) -> list[tuple[int, int, int]]:
-    """(start, end, protection) of this process's mappings overlapping [low, high)."""
+def _mappings() -> list[tuple[int, int, int]]:
+    """(start, end, protection) of every mapping of this process. Read once per removal:
+    zeroing a fatbin gives each page back its protection, so the list stays true."""
     found = []
     with open("/proc/self/maps") as maps:
         for line in maps:
             span, perms = line.split()[:2]
             start, end = (int(x, 16) for x in span.split("-"))
-            if start < high and end > low:
-                prot = ((mmap.PROT_READ if perms[0] == "r" else 0) | (mmap.PROT_WRITE if perms[1] == "w" else 0)
-                        | (mmap.PROT_EXEC if perms[2] == "x" else 0))
-                found.append((max(start, low), min(end, high), prot))
+            prot = ((mmap.PROT_READ if perms[0] == "r" else 0) | (mmap.PROT_WRITE if perms[1] == "w" else 0)
+                    | (mmap.PROT_EXEC if perms[2] == "x" else 0))
+            found.append((start, end, prot))
     return found
 
 
-def _overwrite(libc, first: int, size: int) -> None:
+def _libc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+    return libc
+
+
+def _overwrite(libc, first: int, size: int, mappings: list[tuple[int, int, int]]) -> None:
     """Zero [first, first + size) of the library's mapping for good.
 
     Writing into the private file mapping (copy-on-write) is not enough: ``madvise
@@ -146,13 +154,11 @@ def _overwrite(libc, first: int, size: int) -> None:
     zeros. Pages wholly inside the fatbin are never touched again, so they cost no memory."""
     page = mmap.PAGESIZE
     low, high = first // page * page, (first + size + page - 1) // page * page
-    spans = _mappings(low, high)
+    spans = [(max(start, low), min(end, high), prot) for start, end, prot in mappings if start < high and end > low]
     if not spans or spans[0][0] != low or spans[-1][1] != high:
         raise ValueError(f"the fatbin at {first:#x} is not wholly mapped")
     head = ctypes.string_at(low, first - low)
     tail = ctypes.string_at(first + size, high - first - size)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
     placed = libc.mmap(low, high - low, mmap.PROT_READ | mmap.PROT_WRITE,
                        mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED, -1, 0)
     if placed != low:
@@ -267,15 +273,14 @@ def overwrite(found: dict) -> Removal | None:
         return removal
     address, size = found["section"]
     start = _load_bias(path) + address
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    libc, mappings = _libc(), _mappings()
     for offset, length in found["spans"]:
         if offset + length > size:
             raise ValueError(f"fatbin span {offset}+{length} lies outside the section")
         magic, _v, header_size, entries = _FATBIN_HEADER.unpack(ctypes.string_at(start + offset, _FATBIN_HEADER.size))
         if magic != FATBIN_MAGIC or header_size + entries != length:
             raise ValueError(f"no fatbin of {length} bytes at section offset {offset}: not the library the grader read")
-        _overwrite(libc, start + offset, length)
+        _overwrite(libc, start + offset, length, mappings)
         removal.removed += 1
         removal.removed_bytes += length
     return removal

@@ -99,9 +99,7 @@ def find_libraries(prefixes) -> list[str]:
             dirs.update(os.path.dirname(line.split()[-1]) for line in maps if line.rstrip().split()[-1].startswith("/"))
     except OSError:
         pass
-    for packages in site.getsitepackages():
-        dirs.update(glob.glob(os.path.join(packages, "nvidia", "*", "lib")))
-    dirs.update(package_library_dirs())
+    dirs.update(package_library_dirs(packages=site.getsitepackages()))
     try:
         cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
         dirs.update(os.path.dirname(line.split(" => ")[-1]) for line in cache.splitlines() if " => " in line)
@@ -120,18 +118,18 @@ def find_libraries(prefixes) -> list[str]:
     return sorted(found)
 
 
-def package_library_dirs(bases=("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/opt/*/*/lib")) -> set[str]:
-    """Library directories of the Python packages of every installation under ``bases``
-    (``torch/lib``, ``nvidia/*/lib``, ...): a second Python's copy of a library is as
-    loadable as the one this process mapped. ``/opt/torch/.venv/lib`` (the H200 image's
-    layout) is matched: hidden directories count."""
+def package_library_dirs(bases=("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/opt/*/*/lib"), packages=()) -> set[str]:
+    """Library directories (``torch/lib``, ``nvidia/*/lib``, ...) of ``packages`` (site-
+    packages directories) and of every Python installation under ``bases``: a second
+    Python's copy of a library is as loadable as the one this process mapped.
+    ``/opt/torch/.venv/lib`` (the H200 image's layout) is matched: hidden directories count."""
     import glob
 
     found = set()
-    for base in bases:
-        for packages in glob.glob(os.path.join(base, "python3*", "*-packages"), include_hidden=True):
-            found.update(glob.glob(os.path.join(packages, "*", "lib"), include_hidden=True))
-            found.update(glob.glob(os.path.join(packages, "nvidia", "*", "lib"), include_hidden=True))
+    installed = [p for base in bases for p in glob.glob(os.path.join(base, "python3*", "*-packages"), include_hidden=True)]
+    for directory in [*packages, *installed]:
+        found.update(glob.glob(os.path.join(directory, "*", "lib"), include_hidden=True))
+        found.update(glob.glob(os.path.join(directory, "nvidia", "*", "lib"), include_hidden=True))
     return found
 
 
