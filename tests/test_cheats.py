@@ -86,7 +86,7 @@ ATTENTION = {
     "correct_only_at_d128": ("wrong", {"wrong_values"}),  # the CPU sizes have no 128-wide heads
     "sdpa_dense_case": ("flagged", {"forbidden_op"}),
     "zero_gradients": ("wrong", {"wrong_values"}),
-    "decoy_triton_kernel": ("flagged", {"forbidden_op"}),  # on the H200 SDPA picks cuDNN: crashed (run 27)
+    "decoy_triton_kernel": ("flagged", {"forbidden_op"}),  # on the H200: crashed, SIGABRT (run 27)
 }
 # With no cuDNN (the CPU), its fallback is an honest kernel; on the H200 the audit flags cuDNN.
 ATTENTION_GPU_ONLY = {
@@ -96,8 +96,7 @@ ATTENTION_GPU_ONLY = {
     "cudnn_audit_stripped": ("error", {"crashed"}),
     # torch's own attention kernels (libtorch_cuda) are overwritten in the submission's
     # process (Environment.removed_kernels). Run 26: the flash launch raises "device kernel
-    # image is invalid"; the memory-efficient one fails inside autograd's backward and the
-    # sandbox dies of SIGABRT (run 27). Run 21, before: flash_audit_stripped was graded
+    # image is invalid"; with the memory-efficient one the sandbox dies of SIGABRT (run 27). Run 21, before: flash_audit_stripped was graded
     # correct at 0.787x cuDNN, reward -0.35.
     "flash_audit_stripped": ("error", {"raised"}),
     "mem_efficient_audit_stripped": ("error", {"crashed"}),
