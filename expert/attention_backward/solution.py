@@ -14,8 +14,10 @@ Structure it exploits:
   load; delta = rowsum(dO * O) by its own small kernel (no fp32 temporaries in HBM).
 * dQ by a second kernel that recomputes the scores (no fp32 atomics): 7 matmul-sized
   products per tile pair instead of 5, traded for no contention and deterministic output.
-* Tile sizes per head dim by autotuning (keys: head dim and group size); D = 256 uses
-  narrow tiles so the [BLOCK, 256] fp32 accumulators stay in registers.
+* Tile shapes, warps and stages per head dim by autotuning among a few candidates measured
+  on the H200 (keys: head dim and group size).
+* The per-element mask only on tiles that need it (diagonal, window edge, document edge);
+  interior tiles skip it (run 28: dK/dV at D = 256 1.78 ms instead of 2.88 ms).
 """
 
 import torch
@@ -49,26 +51,46 @@ def _delta(o_ptr, do_ptr, delta_ptr, T, HQ: tl.constexpr, D: tl.constexpr, BLOCK
     tl.store(delta_ptr + head * T + rows, tl.sum(o * do, axis=1), mask=inside)
 
 
-def _configs(blocks):
-    """(BLOCK_M, BLOCK_N) pairs; 8 warps for the big tiles; two pipeline stages (the tiles of
-    256-wide heads leave no shared memory for a third)."""
-    return [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=8 if m * n >= 8192 else 4, num_stages=2)
-            for m, n in blocks]
+@triton.jit
+def _tile_masked(doc_ptr, start_m, start_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, T, window,
+                 MASK_EVERY_TILE: tl.constexpr):
+    """False when every (query, key) pair of the tile is visible, so the per-element mask can be
+    skipped: the tile lies inside T, wholly below the diagonal, inside the window, and its first
+    key and last query share a document (documents are contiguous, so everything between
+    does too). Most tiles of a long window or document are such interior tiles. MASK_EVERY_TILE
+    masks all of them (tools/probes/attention_tiles.py measures what skipping saves)."""
+    last_row = start_m + BLOCK_M - 1
+    inside = (last_row < T) & (start_n + BLOCK_N - 1 <= start_m) & (not MASK_EVERY_TILE)
+    inside &= (window <= 0) | (last_row - start_n < window)
+    if inside:
+        inside = tl.load(doc_ptr + start_n) == tl.load(doc_ptr + last_row)
+    return inside == 0
+
+
+def _configs(shapes):
+    return [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s) for m, n, w, s in shapes]
 
 
 def _by_head_dim(small, large):
-    """Prune to the tile shapes that keep [BLOCK, D] fp32 accumulators in registers."""
+    """Prune to the candidates measured best for the head dim's class."""
     def prune(configs, named_args, **kwargs):
         d = kwargs["D"] if "D" in kwargs else named_args["D"]  # constexprs come as keywords
         wanted = small if d <= 128 else large
-        kept = [c for c in configs if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) in wanted]
+        kept = [c for c in configs if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages) in wanted]
         return kept or configs[:1]
     return {"early_config_prune": prune}
 
 
-# dK/dV holds a block of keys (BLOCK_N) and streams queries; dQ holds queries and streams keys.
-_DKDV_SMALL, _DKDV_LARGE = [(32, 128), (64, 128), (32, 64), (64, 64)], [(16, 64), (32, 64), (32, 32), (16, 128)]
-_DQ_SMALL, _DQ_LARGE = [(128, 32), (128, 64), (64, 64), (64, 32)], [(64, 16), (64, 32), (32, 32), (128, 16)]
+# (BLOCK_M, BLOCK_N, warps, stages). dK/dV holds a block of keys (BLOCK_N) and streams queries;
+# dQ holds queries and streams keys. Chosen from 24 candidates per kernel and head-dim class at
+# the 9 timed sizes on the H200 (tools/probes/attention_tiles.py, run 28): each listed shape
+# was the best, or within 7% of it, at some size of its class. At D = 256 the dK/dV tile is
+# 64 x 64 with 8 warps, so the two [64, 256] fp32 accumulators spread over 256 threads, and
+# one or two stages (the depths measured there).
+_DKDV_SMALL = [(32, 64, 4, 2), (64, 64, 4, 2), (128, 64, 4, 2)]
+_DKDV_LARGE = [(64, 64, 8, 1), (64, 64, 8, 2)]
+_DQ_SMALL = [(64, 64, 4, 2), (64, 32, 4, 2), (64, 64, 4, 3)]
+_DQ_LARGE = [(128, 32, 8, 2), (64, 64, 4, 2), (64, 32, 4, 1)]
 
 
 @triton.autotune(configs=_configs(_DKDV_SMALL + _DKDV_LARGE), key=["D", "GROUP"],
@@ -76,7 +98,7 @@ _DQ_SMALL, _DQ_LARGE = [(128, 32), (128, 64), (64, 64), (64, 32)], [(64, 16), (6
 @triton.jit
 def _dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_ptr, dv_ptr, T, window,
           scale, scale_log2, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
-          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_EVERY_TILE: tl.constexpr = False):
     start_n = tl.program_id(0) * BLOCK_N
     kv_head = tl.program_id(1)
     cols = start_n + tl.arange(0, BLOCK_N)
@@ -103,11 +125,12 @@ def _dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_
             do = tl.load(do_ptr + q_offsets, mask=row_ok[:, None], other=0.0)
             lse = tl.load(lse_ptr + head * T + rows, mask=row_ok, other=0.0) * 1.4426950408889634
             delta = tl.load(delta_ptr + head * T + rows, mask=row_ok, other=0.0)
-            row_doc = tl.load(doc_ptr + rows, mask=row_ok, other=-2)
-            visible = (col_doc[:, None] == row_doc[None, :]) & (cols[:, None] <= rows[None, :])
-            visible &= (window <= 0) | (rows[None, :] - cols[:, None] < window)
             p_t = tl.math.exp2(tl.dot(k, tl.trans(q)) * scale_log2 - lse[None, :])
-            p_t = tl.where(visible, p_t, 0.0)
+            if _tile_masked(doc_ptr, start_m, start_n, BLOCK_M, BLOCK_N, T, window, MASK_EVERY_TILE):
+                row_doc = tl.load(doc_ptr + rows, mask=row_ok, other=-2)
+                visible = (col_doc[:, None] == row_doc[None, :]) & (cols[:, None] <= rows[None, :])
+                visible &= (window <= 0) | (rows[None, :] - cols[:, None] < window)
+                p_t = tl.where(visible, p_t, 0.0)
             dv += tl.dot(p_t.to(tl.bfloat16), do)
             dp_t = tl.dot(v, tl.trans(do))
             ds_t = p_t * (dp_t - delta[None, :])
@@ -121,7 +144,7 @@ def _dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_
 @triton.jit
 def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_ptr, T, window, scale,
         scale_log2, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_EVERY_TILE: tl.constexpr = False):
     start_m = tl.program_id(0) * BLOCK_M
     head = tl.program_id(1)
     kv_head = head // GROUP
@@ -145,11 +168,12 @@ def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_
         kv_offsets = (cols[:, None] * HKV + kv_head) * D + dims[None, :]
         k = tl.load(k_ptr + kv_offsets, mask=col_ok[:, None], other=0.0)
         v = tl.load(v_ptr + kv_offsets, mask=col_ok[:, None], other=0.0)
-        col_doc = tl.load(doc_ptr + cols, mask=col_ok, other=-1)
-        visible = (row_doc[:, None] == col_doc[None, :]) & (cols[None, :] <= rows[:, None])
-        visible &= (window <= 0) | (rows[:, None] - cols[None, :] < window)
         p = tl.math.exp2(tl.dot(q, tl.trans(k)) * scale_log2 - lse[:, None])
-        p = tl.where(visible, p, 0.0)
+        if _tile_masked(doc_ptr, start_m, start_n, BLOCK_M, BLOCK_N, T, window, MASK_EVERY_TILE):
+            col_doc = tl.load(doc_ptr + cols, mask=col_ok, other=-1)
+            visible = (row_doc[:, None] == col_doc[None, :]) & (cols[None, :] <= rows[:, None])
+            visible &= (window <= 0) | (rows[:, None] - cols[None, :] < window)
+            p = tl.where(visible, p, 0.0)
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None])
         dq += tl.dot(ds.to(tl.bfloat16), k)
