@@ -175,7 +175,7 @@ class GraderClock:
                 self.go.record(self.stream)  # it must exist before its handle is exported
                 # Build the snapshot kernel now: a build inside a window would be timed.
                 self._outputs = [(4, torch.int32, (1,))]
-                self._copy_output(0)
+                self._copy_output(0, self._snapshot_buffer(0))
                 self._outputs = []
             torch.cuda.synchronize(device)
 
@@ -203,6 +203,13 @@ class GraderClock:
             return self.call_number
         self.stream.wait_stream(torch.cuda.current_stream(self.device))  # the pristine inputs are made there
         with torch.cuda.stream(self.stream):
+            # The snapshot's buffers are allocated before the wait for the flag is queued. An
+            # allocation after it can run out of memory (another grade or the submission holds
+            # the GPU's memory), and the allocator then frees its cache with cudaFree, which
+            # waits for the whole device: for this stream, which waits for the flag, which the
+            # sandbox writes only after open() returns. Four attention grades on one GPU
+            # deadlocked that way in runs 25 and 31, holding the GPU lock.
+            snapshot = [self._snapshot_buffer(slot) for slot in range(len(receipts))]
             torch.cuda._sleep(SPIN_CYCLES)
             self.opened.record(self.stream)
             for view, pristine in copies:
@@ -214,7 +221,7 @@ class GraderClock:
             self.go.record(self.stream)
             self.memory_ops.wait_geq(self.stream, self.flag, self.call_number)
             self.words_at_flag.copy_(self.output_words[:MAX_OUTPUTS])
-            self._snapshot = [self._copy_output(slot) for slot in range(len(receipts))]
+            self._snapshot = [self._copy_output(slot, words) for slot, words in enumerate(snapshot)]
             self.closed.record(self.stream)
         return self.call_number
 
@@ -243,10 +250,13 @@ class GraderClock:
             copy.fill_(0xFF)  # unreadable: poison (NaN)
         return copy.view(dtype).view(shape)
 
-    def _copy_output(self, slot: int) -> torch.Tensor:
+    def _snapshot_buffer(self, slot: int) -> torch.Tensor:
+        return torch.empty(-(-self._outputs[slot][0] // 4), dtype=torch.int32, device=self.device)
+
+    def _copy_output(self, slot: int, words: torch.Tensor) -> torch.Tensor:
+        """Queue the gather of output ``slot`` into ``words``; it allocates nothing."""
         nbytes, dtype, shape = self._outputs[slot]
-        n_words = -(-nbytes // 4)
-        words = torch.empty(n_words, dtype=torch.int32, device=self.device)
+        n_words = words.numel()
         block = 4096
         _gather()[(-(-n_words // block),)](self._arena_words, self.words_at_flag, slot, words, n_words,
                                            self._limit_bytes, BLOCK=block)
