@@ -105,6 +105,9 @@ class GradeRunner:
         summary = SizeResult("fuzz", "fuzz", rerun, last.dims if last else None,
                              env=examples[0].env if examples else None,
                              isolation=examples[0].isolation if examples else None,
+                             # The fewest any example's sandbox removed: the JSON's
+                             # removed_fatbins is the minimum over sizes (run 29 read 0 here).
+                             removed_fatbins=min((r.removed_fatbins or 0 for r in examples), default=None),
                              device=self.grader.device.torch_name)
         summary.calls = sum(r.calls for r in examples)
         for r in examples:

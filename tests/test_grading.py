@@ -191,3 +191,21 @@ def test_the_cudnn_expert_prebuilds_a_graph_for_every_longest_document(tokens, d
     # ... and not a wastefully large one: at most twice the longest document (or T itself).
     assert chosen < max(2 * longest, 128) or chosen == capacities[-1], (longest, capacities)
     assert len(capacities) <= 12
+
+
+def test_fuzz_summary_keeps_the_fatbins_its_sandboxes_removed():
+    # The JSON's removed_fatbins is the minimum over sizes; a summary that dropped the
+    # examples' count read 0 for every grade with fuzzed sizes (H200, run 29).
+    from types import SimpleNamespace
+
+    from pytest_nodus.grading import SizeResult
+    from pytest_nodus.suite import GradeRunner
+
+    def example(removed):
+        result = SizeResult("fuzz-0", "fuzz", 0, {"T": 7}, isolation="landlock-abi7", removed_fatbins=removed)
+        result.status = "correct"
+        return result
+
+    runner = SimpleNamespace(grader=SimpleNamespace(device=SimpleNamespace(torch_name="cuda:0")))
+    assert GradeRunner._fuzz_summary(runner, [example(119), example(119)], 0, None).removed_fatbins == 119
+    assert GradeRunner._fuzz_summary(runner, [example(119), example(0)], 0, None).removed_fatbins == 0
