@@ -53,6 +53,7 @@ its own stream when a sandbox dies before writing it.
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 
 import torch
@@ -142,9 +143,13 @@ class GraderClock:
         self.cuda = device.type == "cuda"
         self._t_open = self._t_close = None
         self._helpers_open: dict[int, int] = {}
-        # CPU: CPU time the sandbox's child processes spent in the last window (ms). Counted in
-        # the window; a correct kernel has none (pytest_nodus.grading flags it on timed calls).
+        # CPU time the sandbox's child processes spent in the last window (ms): on the CPU its
+        # live descendants' and the children it reaped in it, and the window counts it; on the
+        # GPU the reaped children's (live ones are flagged as alive). A correct kernel has none
+        # (pytest_nodus.grading flags it on timed calls).
         self.helper_ms: float | None = None
+        self._reaped_open: int | None = None
+        self.opened_boot_ticks = 0  # when the last window opened, in /proc's clock ticks since boot
         self._where: list = []
         self._spans: list | None = None  # the GPU snapshot's output_spans, read once per call
         self.pid: int | None = None  # the sandbox's, set once it runs (the CPU clock reads it)
@@ -192,6 +197,8 @@ class GraderClock:
             raise ValueError(f"{len(receipts)} outputs: the flag bytes hold words for {MAX_OUTPUTS}")
         self._outputs = [(r.numel() * r.element_size(), r.dtype, tuple(r.shape)) for r in receipts]
         self._spans = None
+        self.helper_ms = None
+        self._reaped_open, self.opened_boot_ticks = _reaped_children_ns(self.pid), boot_ticks()
         if not self.cuda:
             for view, pristine in copies:
                 view.copy_(pristine)
@@ -199,7 +206,6 @@ class GraderClock:
                 poison_(receipt)
             self._t_open, self._helpers_open = self._process_cpu_ns(), self._descendants_cpu_ns()
             self._t_close = None
-            self.helper_ms = None
             return self.call_number
         self.stream.wait_stream(torch.cuda.current_stream(self.device))  # the pristine inputs are made there
         with torch.cuda.stream(self.stream):
@@ -232,13 +238,25 @@ class GraderClock:
         copied it into its receipt. Then the window closes: reading the outputs first means
         any work that made them is already on the CPU clock."""
         if self.cuda:
+            self.helper_ms = self._reaped_ms()
             return self._snapshot
         self._where = _valid_places(where, self._outputs)
         self._snapshot = [self._read_output(slot, receipt) for slot, receipt in enumerate(receipts)]
         self._t_close = self._process_cpu_ns()
         helpers = self._descendants_cpu_ns()
-        self.helper_ms = sum(t - self._helpers_open.get(pid, 0) for pid, t in helpers.items()) / 1e6
+        live = sum(t - self._helpers_open.get(pid, 0) for pid, t in helpers.items()) / 1e6
+        self.helper_ms = live + (self._reaped_ms() or 0.0)
         return self._snapshot
+
+    def _reaped_ms(self) -> float | None:
+        """CPU time of the children the sandbox reaped since the window opened (ms). A child
+        started and waited for inside one call (tests/cheats/rmsnorm/spawned_per_call.py) is
+        gone by the time the live descendants are read; the kernel adds its time to the
+        parent's, at the resolution of a clock tick."""
+        now = _reaped_children_ns(self.pid)
+        if now is None or self._reaped_open is None:
+            return None
+        return (now - self._reaped_open) / 1e6
 
     def _read_output(self, slot: int, receipt: torch.Tensor) -> torch.Tensor:
         place = self._where[slot]
@@ -339,6 +357,27 @@ class GraderClock:
             return time.clock_gettime_ns(((~self.pid) << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
         except (OSError, TypeError):
             return None
+
+
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def boot_ticks() -> int:
+    """Now, in the unit and origin of a process's start time in /proc/<pid>/stat."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _TICKS_PER_S)
+
+
+def _reaped_children_ns(pid: int | None) -> int | None:
+    """CPU time, user and system, of the children ``pid`` has waited for (cutime + cstime in
+    /proc/<pid>/stat), which includes their own reaped children's."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[13]) + int(fields[14])) * 1_000_000_000 // _TICKS_PER_S
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _bytes(t: torch.Tensor) -> torch.Tensor:

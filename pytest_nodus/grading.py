@@ -24,7 +24,8 @@ import torch
 from pytest_nodus import devices, inputs, reward, timing, transport
 from pytest_nodus.correctness import check_outputs, same_bits
 from pytest_nodus.environment import Environment, Size
-from pytest_nodus.isolation import Sandbox, SandboxFailure, adopt_orphans, descendants, stray_processes
+from pytest_nodus.isolation import (Sandbox, SandboxFailure, adopt_orphans, descendants, ended_orphans,
+                                    stray_processes)
 
 
 @dataclass(frozen=True)
@@ -253,6 +254,9 @@ class Grader:
         if submission and reply.get("ok"):
             for code, detail in self._output_findings(sandbox, slot, timed):
                 result.flag(code, detail)
+        if timed and submission and (ended := ended_orphans(sandbox.clock.opened_boot_ticks)):
+            result.flag("background_process", f"process(es) {ended[:3]} left the sandbox's process tree and ran "
+                                              "during the call")
         if strays := stray_processes(self._sandboxes.values()):
             # Only a submission detaches processes; the grader's own files do not.
             result.flag("sandbox_escape", f"process(es) {strays[:3]} left the sandbox's process tree (killed)")

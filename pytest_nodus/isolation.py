@@ -104,6 +104,21 @@ def stray_processes(sandboxes) -> list[int]:
     return strays
 
 
+def ended_orphans(since_boot_ticks: int) -> list[int]:
+    """Processes that left a sandbox's tree (reparented to the grader, outside its session,
+    as :func:`stray_processes` finds them) and have already ended, started at or after
+    ``since_boot_ticks`` (/proc's start-time unit). A worker detached and finished inside one
+    call (tests/cheats/rmsnorm/orphaned_per_call.py) is alive for no check to find, and its
+    CPU time goes to the grader that reaps it. Not reaped here: :func:`stray_processes` does."""
+    own_session = str(os.getsid(0))
+    ended = []
+    for pid in sorted(children(os.getpid())):
+        fields = _stat_fields(pid)
+        if len(fields) > 19 and fields[0] == "Z" and fields[3] != own_session and int(fields[19]) >= since_boot_ticks:
+            ended.append(pid)
+    return ended
+
+
 # How long the grader waits for a killed process to be gone. A SIGKILLed process normally
 # ends at once; one stuck in the GPU driver's teardown must not stall the grader for good
 # (while it holds the GPU lock, every other grade on that GPU would wait too).

@@ -56,6 +56,12 @@ RMSNORM = {
     "forked_worker": ("flagged", {"background_process"}),
     # Leaves the sandbox's process tree; the grader, its child subreaper, finds and kills it.
     "detached_daemon": ("flagged", {"sandbox_escape"}),
+    # A process per call that has ended by the time anything is read: the children the
+    # sandbox reaped count on its clock; one that detached and ended is found among the
+    # grader's adopted children (or, still dying, as a stray). Both graded correct (-2.4,
+    # -2.7 on the CPU) before.
+    "spawned_per_call": ("flagged", {"background_process"}),
+    "orphaned_per_call": ("flagged", {"background_process", "sandbox_escape"}),
 }
 # Only meaningful on a GPU (graded by tools/gpu_check.sh cheats on the H200); expected there:
 GPU_ONLY = {
