@@ -94,29 +94,24 @@ ATTENTION = {
     "zero_gradients": ("wrong", {"wrong_values"}),
     "decoy_triton_kernel": ("flagged", {"forbidden_op"}),  # on the H200: crashed, SIGABRT (run 27)
 }
-# With no cuDNN (the CPU), its fallback is an honest kernel; on the H200 the audit flags cuDNN.
+# Need the GPU; graded by tools/gpu_check.sh on the H200, with the verdict seen there.
 ATTENTION_GPU_ONLY = {
     # cuDNN's libraries are unreadable to a submission's sandbox (Environment.
-    # unreadable_libraries): on the H200 (run 21) both died in cuDNN's loader, fallback or not.
+    # unreadable_libraries): both die in cuDNN's loader, fallback or not (runs 21, 28).
+    # Without the GPU, cudnn_behind_fallback's fallback is an honest kernel.
     "cudnn_behind_fallback": ("error", {"crashed"}),
     "cudnn_audit_stripped": ("error", {"crashed"}),
-    # torch's own attention kernels (libtorch_cuda) are overwritten in the submission's
-    # process (Environment.removed_kernels). Run 26: the flash launch raises "device kernel
-    # image is invalid"; with the memory-efficient one the sandbox dies of SIGABRT (run 27). Run 21, before: flash_audit_stripped was graded
-    # correct at 0.787x cuDNN, reward -0.35.
+    # torch's own attention kernels (libtorch_cuda) are removed from the submission's process
+    # (Environment.removed_kernels): the flash launch raises "device kernel image is
+    # invalid", the memory-efficient one aborts the sandbox (runs 26-28). Before, in run 21,
+    # flash_audit_stripped was graded correct at 0.787x cuDNN, reward -0.35.
     "flash_audit_stripped": ("error", {"raised"}),
     "mem_efficient_audit_stripped": ("error", {"crashed"}),
-}
-# Written against defences that are not yet graded on the H200: the grade expected there
-# (tools/gpu_check.sh grades them; docs/h200/NOTES.md, Open).
-ATTENTION_GPU_UNGRADED = {
-    # Discards the pages that held the kernels, hoping the file refills them. Anonymous
-    # memory refills with zeros (tests/test_fatbin.py shows both on the CPU).
+    # Discards the pages that held the kernels, hoping the file refills them: they were
+    # replaced by anonymous memory, which refills with zeros (run 28; tests/test_fatbin.py).
     "flash_pages_restored": ("error", {"raised"}),
     # FlexAttention's templates are stubs in the submission's inductor and their files are
-    # unreadable (pytest_nodus.templates; tests/test_sandbox.py on the CPU), so there is no
-    # flex kernel to generate. Expected: inductor fails; if it falls back to its unfused
-    # path instead, that is plain torch ops, graded as such.
+    # unreadable (pytest_nodus.templates): inductor fails to lower the kernel (run 28).
     "flex_audit_stripped": ("error", {"raised"}),
 }
 
@@ -124,8 +119,7 @@ ATTENTION_GPU_UNGRADED = {
 def test_corpus_is_complete():
     on_disk = {p.stem for p in (CHEATS / "rmsnorm").glob("*.py")}
     assert on_disk == set(RMSNORM) | set(GPU_ONLY)
-    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == (set(ATTENTION) | set(ATTENTION_GPU_ONLY)
-                                                                                  | set(ATTENTION_GPU_UNGRADED))
+    assert {p.stem for p in (CHEATS / "attention_backward").glob("*.py")} == set(ATTENTION) | set(ATTENTION_GPU_ONLY)
 
 
 def test_every_cheat_says_what_it_tries():

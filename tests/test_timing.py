@@ -47,3 +47,24 @@ def test_an_honest_grade_reports_both_clocks_and_counts_the_larger(grade):
         claimed, clock = size["t_submission_claimed_ms"], size["t_submission_grader_ms"]
         assert claimed > 0 and clock is not None and clock >= 0
         assert size["t_submission_ms"] == pytest.approx(max(claimed, clock))
+
+
+def test_reaped_children_and_start_times_are_read_on_the_kernels_clocks():
+    """The clock's two /proc readings for children that end inside a call: the CPU time of
+    reaped children (cutime + cstime) grows by what a child burned once it is waited for, and
+    a process's start time is on the same clock as ``boot_ticks`` (ended_orphans compares
+    them)."""
+    import os
+    import subprocess
+    import sys
+
+    from pytest_nodus import clock, isolation
+
+    before_ns, before_ticks = clock._reaped_children_ns(os.getpid()), clock.boot_ticks()
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.1: pass\ntime.sleep(0.2)"])
+    started = int(isolation._stat_fields(child.pid)[19])
+    assert before_ticks <= started <= clock.boot_ticks()
+    assert clock._reaped_children_ns(os.getpid()) == before_ns  # not reaped yet: not counted
+    child.wait()
+    assert clock._reaped_children_ns(os.getpid()) - before_ns >= 90_000_000  # its 0.1 s, to a tick
