@@ -39,7 +39,9 @@ agree whatever else runs on the machine. Two other clocks failed on the 2-core C
 under xdist: the wall clock counts scheduling delays (a correct 1 ms call was seen at
 5 ms), and wall-time claims against a CPU-time clock made the expert's fixed cost swing
 negative when its calls were descheduled. The CPU time of the sandbox's live child
-processes is on the clock too (``tests/cheats/rmsnorm/forked_worker.py`` computed in one).
+processes is on the clock too (``tests/cheats/rmsnorm/forked_worker.py`` computed in one),
+and so is that of the children it reaped during the call (``spawned_per_call.py`` started
+one per call and waited for it, so none was alive when the clock read its descendants).
 
 Why a flag word and not a second interprocess event: a CUDA stream waits on "the event's
 latest record when the wait was enqueued", so the grader could only queue its end after
