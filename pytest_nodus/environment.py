@@ -175,6 +175,11 @@ class Environment:
     # libraries torch does not load at start-up can be kept out this way (tools/gpu_check.sh
     # probes which are mapped).
     unreadable_libraries: tuple[str, ...] = ()
+    # Top-level Python module names (e.g. "flash_attn", "xformers") whose installed files the
+    # submission's sandbox may not read, wherever a Python on the machine has them: importing
+    # them fails, and their extension libraries cannot be loaded by path either. Nothing to
+    # do where they are not installed; a grading image that gains one stays sealed.
+    unreadable_packages: tuple[str, ...] = ()
     # Regexes over the (mangled) names of GPU kernels compiled into torch's own CUDA library
     # (e.g. FlashAttention) that the submission's process may not run. Landlock cannot keep
     # that library out (torch maps it at import), so the sandbox overwrites every fatbin

@@ -211,6 +211,7 @@ class Grader:
                           # A trusted submission is the expert itself (calibration): it needs the
                           # libraries a submission is kept from.
                           unreadable_libraries=env.unreadable_libraries if kept_out else (),
+                          unreadable_packages=env.unreadable_packages if kept_out else (),
                           removed_kernels=removed,
                           removed_templates=env.removed_templates if kept_out else ())
         # A process that leaves a sandbox's tree comes back here (stray_processes). Set at the

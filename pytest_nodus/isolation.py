@@ -174,7 +174,7 @@ class Sandbox:
     def __init__(self, kernel_path: Path, role: str, device: str, entry_point: str = "kernel",
                  startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None,
                  unreadable_libraries: tuple[str, ...] = (), removed_kernels: dict | None = None,
-                 removed_templates: tuple[str, ...] = ()):
+                 removed_templates: tuple[str, ...] = (), unreadable_packages: tuple[str, ...] = ()):
         self.kernel_path = Path(kernel_path)
         self.role = role
         self.device = device
@@ -187,6 +187,7 @@ class Sandbox:
         # their library's file then becomes unreadable too, so no intact copy is left.
         self.removed_kernels = removed_kernels
         self.removed_templates = tuple(removed_templates)  # inductor template dirs (pytest_nodus.templates)
+        self.unreadable_packages = tuple(unreadable_packages)  # top-level module names, a submission's only
         if removed_kernels and removed_kernels["spans"]:
             self.unreadable_libraries += (os.path.basename(removed_kernels["library"]),)
         self.process: subprocess.Popen | None = None
@@ -246,6 +247,8 @@ class Sandbox:
             command.append("--no-audit")
         for prefix in self.unreadable_libraries:
             command += ["--unreadable-library", prefix]
+        for name in self.unreadable_packages:
+            command += ["--unreadable-package", name]
         for directory in self.removed_templates:
             command += ["--removed-templates", directory]
         self._log = open(self.scratch / "sandbox.log", "wb")

@@ -133,6 +133,37 @@ def package_library_dirs(bases=("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/op
     return found
 
 
+def find_packages(names, bases=("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/opt/*/*/lib")) -> list[str]:
+    """The installed files of the top-level Python modules ``names`` (a package's directory, a
+    module's ``name.py`` or extension ``name.cpython-*.so``) wherever this process or another
+    Python installation under ``bases`` would import them from. Real paths; [] for a module
+    installed nowhere."""
+    import glob
+    import importlib.util
+    import site
+    import sys
+
+    if not names:
+        return []
+    places = {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
+    places.update(site.getsitepackages())
+    places.update(p for base in bases for p in glob.glob(os.path.join(base, "python3*", "*-packages"), include_hidden=True))
+    found = set()
+    for name in names:
+        for place in places:
+            found.update(glob.glob(os.path.join(glob.escape(place), name)))
+            found.update(glob.glob(os.path.join(glob.escape(place), name + ".*")))
+        try:
+            spec = importlib.util.find_spec(name)  # a top-level name: found, not imported
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            found.update(spec.submodule_search_locations or [])
+            if spec.origin and os.path.isabs(spec.origin):
+                found.add(spec.origin)
+    return sorted(os.path.realpath(p) for p in found)
+
+
 def carve(roots, unreadable) -> tuple[list[str], list[str]]:
     """``roots`` with the ``unreadable`` files cut out. Landlock can only grant, so a root
     that holds one of them is replaced by its entries, level by level down to the file.

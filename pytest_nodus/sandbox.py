@@ -362,6 +362,7 @@ def main(argv=None) -> int:
     parser.add_argument("--role", choices=("submission", "expert", "baseline"), required=True)
     parser.add_argument("--no-audit", action="store_true")
     parser.add_argument("--unreadable-library", action="append", default=[])
+    parser.add_argument("--unreadable-package", action="append", default=[])
     parser.add_argument("--removed-templates", action="append", default=[])
     args = parser.parse_args(argv)
     from multiprocessing.connection import Connection
@@ -415,6 +416,7 @@ def main(argv=None) -> int:
                 unreadable = templates.stub_out(tuple(args.removed_templates))
             except (OSError, RuntimeError) as exc:
                 removal_error = exc  # fail closed, as for fatbins: reported in the hello
+        unreadable += landlock.find_packages(tuple(args.unreadable_package))
         isolation, readable = _confine(args.scratch, device, tuple(args.unreadable_library), unreadable)
         tripwire = guard.EscapeTripwire(readable)
         # The project root (where expert/ and sealed_fixtures/ live) is unreadable now;

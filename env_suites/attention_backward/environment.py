@@ -137,6 +137,15 @@ ENVIRONMENT = Environment(
     # FlexAttention's Triton kernels are generated in the caller's process from these
     # templates: the submission's copy of inductor gets stubs instead.
     removed_templates=("kernel/flex/templates",),
+    # Attention libraries outside torch, should the grading image have them: FlashAttention-2
+    # (flash_attn, its extension flash_attn_2_cuda), FlashAttention-3 (flash_attn_interface,
+    # flash_attn_3 / flash_attn_3_cuda), xFormers, TransformerEngine (transformer_engine,
+    # transformer_engine_torch) and FlashInfer. Not cuDNN's frontend: its library is kept out
+    # above, and a cheat that imports it behind a fallback dies loading it (the fallback
+    # never runs), where an import error would let the fallback grade it as honest.
+    unreadable_packages=("flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "flash_attn_3",
+                         "flash_attn_3_cuda", "xformers", "transformer_engine", "transformer_engine_torch",
+                         "flashinfer"),
     call_timeout_s=120.0,
     # Millisecond kernels, and each round's fp32 reference costs more than the kernels: 2 + 10
     # rounds. On the H200 (run 10) the expert graded against itself came within 0.01 of 0 in
