@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -184,6 +185,8 @@ def test_unreadable_packages_cannot_be_imported_and_the_control_can(tmp_path):
 
     name = f"nodus_fake_attention_{uuid.uuid4().hex[:8]}"
     where = Path(site.getsitepackages()[0])
+    if not os.access(where, os.W_OK):
+        pytest.skip(f"{where} is not writable here (CI installs into a venv it owns)")
     (where / name).mkdir()
     (where / name / "__init__.py").write_text("VALUE = 7\n")
     (where / f"{name}_cuda.py").write_text("VALUE = 8\n")
