@@ -372,14 +372,12 @@ def boot_ticks() -> int:
 def _reaped_children_ns(pid: int | None) -> int | None:
     """CPU time, user and system, of the children ``pid`` has waited for (cutime + cstime in
     /proc/<pid>/stat), which includes their own reaped children's."""
-    if pid is None:
+    from pytest_nodus.isolation import stat_fields
+
+    fields = stat_fields(pid) if pid is not None else []
+    if len(fields) < 15:
         return None
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[13]) + int(fields[14])) * 1_000_000_000 // _TICKS_PER_S
-    except (OSError, IndexError, ValueError):
-        return None
+    return (int(fields[13]) + int(fields[14])) * 1_000_000_000 // _TICKS_PER_S
 
 
 def _bytes(t: torch.Tensor) -> torch.Tensor:

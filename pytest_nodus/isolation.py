@@ -85,14 +85,10 @@ def descendants(pid: int) -> set[int]:
 def stray_processes(sandboxes) -> list[int]:
     """Processes reparented to the grader (:func:`adopt_orphans`) that are not one of its
     ``sandboxes``: started by a sandbox and detached from its tree. Killed and reaped here;
-    returned so the grade can say so. Only children outside the grader's session count: a
-    sandbox starts its own session and nothing below it can join the grader's again, while
-    a process some other code in this pytest started stays in the grader's session."""
+    returned so the grade can say so. Ended ones are only reaped."""
     known = {s.process.pid for s in sandboxes if s.process is not None}
-    own_session = str(os.getsid(0))
-    adopted = sorted(pid for pid in children(os.getpid()) - known
-                     if len(fields := _stat_fields(pid)) > 3 and fields[3] != own_session)
-    strays = [pid for pid in adopted if _state(pid) != "Z"]  # an ended one threatens nothing: only reaped
+    adopted = {pid: fields for pid, fields in _adopted().items() if pid not in known}
+    strays = [pid for pid, fields in adopted.items() if fields[0] != "Z"]
     for pid in strays:
         for stray in [pid, *descendants(pid)]:
             try:
@@ -110,13 +106,17 @@ def ended_orphans(since_boot_ticks: int) -> list[int]:
     ``since_boot_ticks`` (/proc's start-time unit). A worker detached and finished inside one
     call (tests/cheats/rmsnorm/orphaned_per_call.py) is alive for no check to find, and its
     CPU time goes to the grader that reaps it. Not reaped here: :func:`stray_processes` does."""
+    return [pid for pid, fields in _adopted().items()
+            if fields[0] == "Z" and len(fields) > 19 and int(fields[19]) >= since_boot_ticks]
+
+
+def _adopted() -> dict[int, list[str]]:
+    """The grader's children outside its own session, by pid, with their /proc stat fields:
+    a sandbox starts its own session and nothing below it can join the grader's again,
+    while a process some other code in this pytest started stays in the grader's session."""
     own_session = str(os.getsid(0))
-    ended = []
-    for pid in sorted(children(os.getpid())):
-        fields = _stat_fields(pid)
-        if len(fields) > 19 and fields[0] == "Z" and fields[3] != own_session and int(fields[19]) >= since_boot_ticks:
-            ended.append(pid)
-    return ended
+    return {pid: fields for pid in sorted(children(os.getpid()))
+            if len(fields := stat_fields(pid)) > 3 and fields[3] != own_session}
 
 
 # How long the grader waits for a killed process to be gone. A SIGKILLed process normally
@@ -141,7 +141,10 @@ def reap(pid: int, timeout_s: float = REAP_TIMEOUT_S) -> bool:
         time.sleep(0.01)
 
 
-def _stat_fields(pid: int) -> list[str]:
+def stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name, so [0] is the state, [2] the
+    process group, [3] the session, [13] and [14] reaped children's user and system ticks,
+    [19] the start time in ticks since boot; [] once the process is gone."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().rsplit(")", 1)[1].split()
@@ -149,16 +152,11 @@ def _stat_fields(pid: int) -> list[str]:
         return []
 
 
-def _state(pid: int) -> str:
-    fields = _stat_fields(pid)
-    return fields[0] if fields else ""
-
-
 def _reap_group(pgid: int) -> None:
     """Reap the members of a killed sandbox's process group that were reparented to the
     grader (its child subreaper) when the sandbox itself ended first."""
     for pid in children(os.getpid()):
-        fields = _stat_fields(pid)
+        fields = stat_fields(pid)
         if len(fields) > 2 and fields[2] == str(pgid):
             reap(pid)
 

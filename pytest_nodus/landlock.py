@@ -118,7 +118,20 @@ def find_libraries(prefixes) -> list[str]:
     return sorted(found)
 
 
-def package_library_dirs(bases=("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/opt/*/*/lib"), packages=()) -> set[str]:
+# Where other Python installations keep their packages (``<base>/python3*/*-packages``):
+# system Pythons and venvs under /opt (the H200 image's /opt/torch/.venv).
+PYTHON_BASES = ("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/opt/*/*/lib")
+
+
+def installed_site_packages(bases=PYTHON_BASES) -> list[str]:
+    """The package directories of every Python installation under ``bases``; hidden
+    directories count."""
+    import glob
+
+    return [p for base in bases for p in glob.glob(os.path.join(base, "python3*", "*-packages"), include_hidden=True)]
+
+
+def package_library_dirs(bases=PYTHON_BASES, packages=()) -> set[str]:
     """Library directories (``torch/lib``, ``nvidia/*/lib``, ...) of ``packages`` (site-
     packages directories) and of every Python installation under ``bases``: a second
     Python's copy of a library is as loadable as the one this process mapped.
@@ -126,14 +139,13 @@ def package_library_dirs(bases=("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/op
     import glob
 
     found = set()
-    installed = [p for base in bases for p in glob.glob(os.path.join(base, "python3*", "*-packages"), include_hidden=True)]
-    for directory in [*packages, *installed]:
+    for directory in [*packages, *installed_site_packages(bases)]:
         found.update(glob.glob(os.path.join(directory, "*", "lib"), include_hidden=True))
         found.update(glob.glob(os.path.join(directory, "nvidia", "*", "lib"), include_hidden=True))
     return found
 
 
-def find_packages(names, bases=("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/opt/*/*/lib")) -> list[str]:
+def find_packages(names, bases=PYTHON_BASES) -> list[str]:
     """The installed files of the top-level Python modules ``names`` (a package's directory, a
     module's ``name.py`` or extension ``name.cpython-*.so``) wherever this process or another
     Python installation under ``bases`` would import them from. Real paths; [] for a module
@@ -147,7 +159,7 @@ def find_packages(names, bases=("/usr/lib", "/usr/local/lib", "/opt/*/lib", "/op
         return []
     places = {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
     places.update(site.getsitepackages())
-    places.update(p for base in bases for p in glob.glob(os.path.join(base, "python3*", "*-packages"), include_hidden=True))
+    places.update(installed_site_packages(bases))
     found = set()
     for name in names:
         for place in places:

@@ -63,7 +63,7 @@ def test_reaped_children_and_start_times_are_read_on_the_kernels_clocks():
     before_ns, before_ticks = clock._reaped_children_ns(os.getpid()), clock.boot_ticks()
     child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
                               "while time.process_time() - t < 0.1: pass\ntime.sleep(0.2)"])
-    started = int(isolation._stat_fields(child.pid)[19])
+    started = int(isolation.stat_fields(child.pid)[19])
     assert before_ticks <= started <= clock.boot_ticks()
     assert clock._reaped_children_ns(os.getpid()) == before_ns  # not reaped yet: not counted
     child.wait()
