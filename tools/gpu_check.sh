@@ -16,6 +16,7 @@
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 # Several modes run in order: bash tools/gpu_check.sh quick attention
+# RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
 # ATTENTION_PARALLEL=N grades N attention cheats at once (default 1: four at once stalled in
 # run 25); FAULTHANDLER_S=N (default 240) dumps a grade's stacks into its log when one size
 # runs longer.
@@ -71,7 +72,7 @@ for MODE in "${@:-quick}"; do
     # Attention cheats one at a time (ATTENTION_PARALLEL): four at once on one GPU (run 25)
     # each failed its first size and then none finished in 500 s, where one at a time each
     # grades in about 30 s (runs 26-27); the cause is not established (docs/h200/NOTES.md).
-    for env in rmsnorm:20:4 attention_backward:60:${ATTENTION_PARALLEL:-1}; do
+    for env in rmsnorm:20:${RMSNORM_PARALLEL:-4} attention_backward:60:${ATTENTION_PARALLEL:-1}; do
       IFS=: read -r name limit lanes <<< "$env"
       { if [ -n "${CHEATS:-}" ]; then printf '%s\n' $CHEATS | grep "^$name/" | sed 's#^#tests/cheats/#; s#$#.py#'
         else ls tests/cheats/$name/*.py; fi; } | xargs -r -P $lanes -I{} bash -c \
