@@ -387,9 +387,32 @@ class Grader:
             record("forbidden_op", f"ran '{hit[:80]}', which this environment forbids")
 
     # -- sizes ---------------------------------------------------------------------------
+    def _grader_out_of_memory(self, result: SizeResult, exc: BaseException) -> SizeResult:
+        """The grader's own allocation (fresh inputs, references, pristine copies) failed.
+
+        Run 32 graded the attention solution beside eight other grades on one H200: their
+        processes held the GPU's memory and the grader's ``make_inputs`` raised. That is not the
+        submission's verdict, but no grade can vouch for a size it did not run, so the size
+        stays at the floor under a code of its own: a pipeline retries it on a GPU that is not
+        shared, where ``no_result`` ("its worker died?") had named no cause."""
+        detail = f"{type(exc).__name__}"
+        if self.device.kind == "cuda":
+            free, total = torch.cuda.mem_get_info(self.torch_device)
+            detail += (f": {free / 2**20:.0f} MiB free of {total / 2**30:.0f} GiB on {self.device.torch_name}; "
+                       "other processes hold the rest (several grades on one GPU?)")
+        result.flag("grader_out_of_memory", detail)
+        self._release_memory()
+        return result
+
     def grade_size(self, env: Environment, size: Size, label: str, rerun: int = 0) -> SizeResult:
         result = SizeResult(size.id, size.kind, rerun, dict(size.dims), env={"name": env.name, "version": env.version},
                             device=self.device.torch_name, throughput_unit=env.throughput_unit)
+        try:
+            return self._grade_size(env, size, label, result)
+        except torch.OutOfMemoryError as exc:
+            return self._grader_out_of_memory(result, exc)
+
+    def _grade_size(self, env: Environment, size: Size, label: str, result: SizeResult) -> SizeResult:
         if self._hung is not None:
             result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
             return result
@@ -532,5 +555,7 @@ class Grader:
             result.flag(failure.code, failure.detail)
             if failure.status == "timeout":
                 self._hung = failure
+        except torch.OutOfMemoryError as exc:
+            return self._grader_out_of_memory(result, exc)
         self._release_memory()
         return result

@@ -19,6 +19,7 @@ Nothing here imports torch until a grade is actually requested.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -238,12 +239,12 @@ class NodusSession:
 
         for nodeid in sorted(self.expected - self.reported):
             # A graded test with no verdict: its worker died or it errored before grading.
-            rerun = _rerun_of(nodeid)
-            size_id = _size_id(nodeid)
+            size_id, rerun = _graded_test(nodeid)
             self.results.append({"id": size_id, "kind": size_id.split("-", 1)[0],
                                  "rerun": rerun, "status": "error", "timed": True, "speedup": None,
-                                 "flags": [{"size": _size_id(nodeid), "code": "no_result",
-                                            "detail": "this graded test produced no result (its worker died?)"}]})
+                                 "flags": [{"size": size_id, "code": "no_result",
+                                            "detail": "this graded test produced no result (its worker died, "
+                                                      "or the grader raised: see the test's report)"}]})
         device = self.device_choice()
         meta = {
             "submission": {"path": str(self.options.submission),
@@ -275,17 +276,17 @@ def _is_graded(nodeid: str) -> bool:
     return "::test_size[" in nodeid or "::test_fuzzed_sizes" in nodeid
 
 
-def _size_id(nodeid: str) -> str:
+def _graded_test(nodeid: str) -> tuple[str, int]:
+    """(size id, rerun) of a graded test's node id, e.g. ``test_size[r2-public-0:M33xN1000]``.
+
+    The rerun id (``rN``, present when --nodus-reruns > 1) comes first: ``nodus_rerun`` is
+    parametrized before ``nodus_size``. Under xdist the controller has only node ids."""
     if "::test_fuzzed_sizes" in nodeid:
-        return "fuzz"
+        match = re.fullmatch(r".*\[r(\d+)\]", nodeid)
+        return "fuzz", int(match.group(1)) if match else 0
     param = nodeid.split("[", 1)[-1].rstrip("]")
-    return param.rsplit("-r", 1)[0] if param.count("-r") and param.rsplit("-r", 1)[1].isdigit() else param
-
-
-def _rerun_of(nodeid: str) -> int:
-    param = nodeid.split("[", 1)[-1].rstrip("]") if "[" in nodeid else ""
-    tail = param.rsplit("-r", 1)[-1] if "-r" in param else (param[1:] if param.startswith("r") else "")
-    return int(tail) if tail.isdigit() else 0
+    match = re.fullmatch(r"r(\d+)-(.+)", param)
+    return (match.group(2), int(match.group(1))) if match else (param, 0)
 
 
 def _grader_versions() -> dict:

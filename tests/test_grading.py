@@ -104,6 +104,61 @@ def test_a_worker_that_dies_counts_as_a_failed_size(grade, pytester):
     assert [f["size"] for f in died] == ["public-1:M33xN1000"], result.document["flags"]
 
 
+def test_a_size_lost_in_a_later_rerun_counts_against_that_rerun(grade, pytester):
+    # Run 32: sizes of rerun 2 that produced no result were filed under rerun 0 with their
+    # "r2-" prefix, so rerun 2 read correct over the sizes it had left.
+    pytester.makepyfile(worker_killer="""
+        import os
+
+        def pytest_runtest_call(item):
+            if "[r1-public-1" in item.nodeid and os.environ.get("PYTEST_XDIST_WORKER"):
+                os._exit(1)
+    """)
+    pytester.syspathinsert()
+    result = grade(SOLUTION, "-p", "worker_killer", "--nodus-reruns=2", "-k", "public", xdist=2)
+    died = [(f["size"], f["rerun"]) for f in result.document["flags"] if f["code"] == "no_result"]
+    assert died == [("public-1:M33xN1000", 1)], result.document["flags"]
+    assert result.document["reruns"]["statuses"] == ["correct", "error"]
+
+
+@pytest.mark.parametrize("graded_test, expected", [
+    ("env_suites/e/test_e.py::T::test_size[public-1:M33xN1000]", ("public-1:M33xN1000", 0)),
+    ("env_suites/e/test_e.py::T::test_size[r2-hidden-0]", ("hidden-0", 2)),
+    ("env_suites/e/test_e.py::T::test_size[r12-public-0:T16384xHq16xW-1]", ("public-0:T16384xHq16xW-1", 12)),
+    ("env_suites/e/test_e.py::T::test_fuzzed_sizes", ("fuzz", 0)),
+    ("env_suites/e/test_e.py::T::test_fuzzed_sizes[r3]", ("fuzz", 3)),
+], ids=["public", "hidden-rerun", "public-rerun", "fuzz", "fuzz-rerun"])  # ids with "::test_size[" would be graded
+def test_graded_test_ids_name_their_size_and_rerun(graded_test, expected):
+    from pytest_nodus.plugin import _graded_test
+
+    assert _graded_test(graded_test) == expected
+
+
+def test_the_graders_own_out_of_memory_is_named(grade, pytester):
+    # The grader's allocation of fresh inputs fails at public-1 (as it did on a shared H200 in
+    # run 32): that size is at the floor under its own code, the others are graded as usual.
+    pytester.makepyfile(inputs_oom="""
+        import torch
+        from pytest_nodus import inputs
+
+        real = inputs.make_inputs
+
+        def make_inputs(env, dims, seed, device):
+            if dict(dims) == {"M": 33, "N": 1000}:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1024.00 MiB.")
+            return real(env, dims, seed, device)
+
+        inputs.make_inputs = make_inputs
+    """)
+    pytester.syspathinsert()
+    result = grade(SOLUTION, "-p", "inputs_oom", "-k", "public")
+    document = result.document
+    assert document["status"] == "error" and document["reward"] == -24
+    assert [(f["size"], f["code"]) for f in document["flags"]] == [("public-1:M33xN1000", "grader_out_of_memory")]
+    assert {s["id"]: s["status"] for s in document["sizes"]} == {"public-0:M64xN256": "correct",
+                                                                "public-1:M33xN1000": "error"}
+
+
 def test_a_failing_expert_is_not_blamed_on_the_submission(grade):
     suite = REPO / "tests" / "envs" / "rmsnorm_broken_expert" / "suite_rmsnorm_broken_expert.py"
     result = grade(SOLUTION, "-k", "public-0", suite=suite)
