@@ -8,6 +8,7 @@
 #                                        # CHEATS="rmsnorm/kill_grader ..." for a subset
 #   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
+#   bash tools/gpu_check.sh attention_solution  # attention: the solution x3 alone
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
 #                                        # BASELINES_K="public" (or "hidden") for one half per GPU
 #   bash tools/gpu_check.sh stability    # rmsnorm_stability + attention_stability: the expert graded as
@@ -108,8 +109,9 @@ for MODE in "${@:-quick}"; do
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")
     grade rmsnorm solution_xdist expert/rmsnorm/solution.py $SEALED --nodus-reruns=2 -n $workers ;;
-  attention)
+  attention|attention_solution)
     grade attention_backward attn_solution expert/attention_backward/solution.py $SEALED --nodus-reruns=3
+    [ "$MODE" = attention_solution ] && continue
     grade attention_backward attn_expert_as_submission expert/attention_backward/expert_cuda.py $SEALED --nodus-trusted
     grade attention_backward attn_starting_kernel env_suites/attention_backward/starting_kernel.py $SEALED ;;
   *) echo "unknown mode $MODE"; exit 2 ;;
