@@ -146,12 +146,13 @@ class GraderClock:
         self._t_open = self._t_close = None
         self._helpers_open: dict[int, int] = {}
         # CPU time the sandbox's child processes spent in the last window (ms): on the CPU its
-        # live descendants' and the children it reaped in it, and the window counts it; on the
-        # GPU the reaped children's (live ones are flagged as alive). A correct kernel has none
-        # (pytest_nodus.grading flags it on timed calls).
+        # live descendants' and those of its children that ended in it, and the window counts
+        # it; on the GPU the ended children's (live ones are flagged as alive). A correct kernel
+        # has none (pytest_nodus.grading flags it on timed calls).
         self.helper_ms: float | None = None
-        self._reaped_open: int | None = None
+        self._ended_open: tuple[int, dict[int, int]] | None = None
         self.opened_boot_ticks = 0  # when the last window opened, in /proc's clock ticks since boot
+        self.children_at_open: list[str] = []
         self._where: list = []
         self._spans: list | None = None  # the GPU snapshot's output_spans, read once per call
         self.pid: int | None = None  # the sandbox's, set once it runs (the CPU clock reads it)
@@ -200,7 +201,12 @@ class GraderClock:
         self._outputs = [(r.numel() * r.element_size(), r.dtype, tuple(r.shape)) for r in receipts]
         self._spans = None
         self.helper_ms = None
-        self._reaped_open, self.opened_boot_ticks = _reaped_children_ns(self.pid), boot_ticks()
+        self._ended_open, self.opened_boot_ticks = _ended_children(self.pid), boot_ticks()
+        # For a flag's detail: which children a timed call began with (run 33's false positive
+        # could not say which process its 80 ms came from).
+        from pytest_nodus.isolation import describe_children
+
+        self.children_at_open = describe_children(self.pid) if self.pid is not None else []
         if not self.cuda:
             for view, pristine in copies:
                 view.copy_(pristine)
@@ -240,25 +246,25 @@ class GraderClock:
         copied it into its receipt. Then the window closes: reading the outputs first means
         any work that made them is already on the CPU clock."""
         if self.cuda:
-            self.helper_ms = self._reaped_ms()
+            self.helper_ms = self._ended_ms()
             return self._snapshot
         self._where = _valid_places(where, self._outputs)
         self._snapshot = [self._read_output(slot, receipt) for slot, receipt in enumerate(receipts)]
         self._t_close = self._process_cpu_ns()
         helpers = self._descendants_cpu_ns()
         live = sum(t - self._helpers_open.get(pid, 0) for pid, t in helpers.items()) / 1e6
-        self.helper_ms = live + (self._reaped_ms() or 0.0)
+        self.helper_ms = live + (self._ended_ms() or 0.0)
         return self._snapshot
 
-    def _reaped_ms(self) -> float | None:
-        """CPU time of the children the sandbox reaped since the window opened (ms). A child
+    def _ended_ms(self) -> float | None:
+        """CPU time of the sandbox's children that ended since the window opened (ms). A child
         started and waited for inside one call (tests/cheats/rmsnorm/spawned_per_call.py) is
         gone by the time the live descendants are read; the kernel adds its time to the
-        parent's, at the resolution of a clock tick."""
-        now = _reaped_children_ns(self.pid)
-        if now is None or self._reaped_open is None:
+        parent's, at the resolution of a clock tick (see _ended_between)."""
+        now = _ended_children(self.pid)
+        if now is None or self._ended_open is None:
             return None
-        return (now - self._reaped_open) / 1e6
+        return _ended_between(self._ended_open, now) / 1e6
 
     def _read_output(self, slot: int, receipt: torch.Tensor) -> torch.Tensor:
         place = self._where[slot]
@@ -378,6 +384,46 @@ def _reaped_children_ns(pid: int | None) -> int | None:
     if len(fields) < 15:
         return None
     return (int(fields[13]) + int(fields[14])) * 1_000_000_000 // _TICKS_PER_S
+
+
+def _ended_children(pid: int | None) -> tuple[int, dict[int, int]] | None:
+    """The CPU time of the children of ``pid`` that have ended: what it reaped (ns), and per
+    zombie (ended, not yet waited for) what reaping it will add (utime + stime + cutime +
+    cstime, ns). None once ``pid`` is gone."""
+    from pytest_nodus.isolation import children, stat_fields
+
+    reaped = _reaped_children_ns(pid)
+    if reaped is None:
+        return None
+    zombies = {}
+    for child in children(pid):
+        fields = stat_fields(child)
+        if len(fields) >= 15 and fields[0] == "Z":
+            zombies[child] = sum(int(f) for f in fields[11:15]) * 1_000_000_000 // _TICKS_PER_S
+    return reaped, zombies
+
+
+# What reaping a zombie adds to its parent's reaped time can differ from what its own stat
+# said by a tick or two (a reading from the 2-core CI machine: 20 ms).
+_REAP_ROUNDING_NS = 2 * 1_000_000_000 // _TICKS_PER_S
+
+
+def _ended_between(opened: tuple[int, dict[int, int]], closed: tuple[int, dict[int, int]]) -> int:
+    """CPU time (ns) of the children that ended between two :func:`_ended_children` readings.
+
+    A child's time belongs to the window in which it ended, not the one in which it happened
+    to be reaped. Run 33 flagged a correct torch.compile kernel for 80 ms of reaped CPU in a
+    timed call: a child that ends during warm-up stays a zombie until something waits for it
+    (``subprocess.Popen`` does when the object is collected, at any later moment). So a
+    zombie from before the window is taken out when it is reaped inside it (to within the
+    rounding above: only a zombie that ended before the window earns that slack), and a
+    child that ran and ended inside the window counts, reaped or not."""
+    (reaped_open, zombies_open), (reaped_close, zombies_close) = opened, closed
+    gone = [pid for pid in zombies_open if pid not in zombies_close]
+    reaped = reaped_close - reaped_open - sum(zombies_open[pid] for pid in gone)
+    if gone:
+        reaped = max(0, reaped - len(gone) * _REAP_ROUNDING_NS)
+    return reaped + sum(ns for pid, ns in zombies_close.items() if pid not in zombies_open)
 
 
 def _bytes(t: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,7 @@ import torch
 from pytest_nodus import devices, inputs, reward, timing, transport
 from pytest_nodus.correctness import check_outputs, same_bits
 from pytest_nodus.environment import Environment, Size
-from pytest_nodus.isolation import (Sandbox, SandboxFailure, adopt_orphans, descendants, ended_orphans,
+from pytest_nodus.isolation import (Sandbox, SandboxFailure, adopt_orphans, descendants, ended_orphans, living,
                                     stray_processes)
 
 
@@ -356,9 +356,10 @@ class Grader:
                 findings.append(("output_aliases_input", f"output {i} lies over an input or another output"))
         helper_ms = sandbox.clock.helper_ms
         if timed and helper_ms:
+            began = ", ".join(sandbox.clock.children_at_open[:4]) or "none"
             findings.append(("background_process", f"child processes of the sandbox ran {helper_ms:.3f} ms of CPU "
-                                                   "during the call"))
-        elif timed and (alive := descendants(sandbox.process.pid)):
+                                                   f"during the call (its children as the call began: {began})"))
+        elif timed and (alive := living(descendants(sandbox.process.pid))):
             findings.append(("background_process", f"{len(alive)} child process(es) of the sandbox alive during the call"))
         changed = sandbox.clock.changed_since_close()
         if changed:

@@ -82,6 +82,26 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def describe_children(pid: int) -> list[str]:
+    """``pid``'s direct children as "pid (command) state", for a flag's detail."""
+    described = []
+    for child in sorted(children(pid)):
+        try:
+            with open(f"/proc/{child}/stat") as stat:
+                line = stat.read()
+        except OSError:
+            continue
+        name, _, rest = line.partition(" ")[2].rpartition(")")
+        described.append(f"{child} {name})" + (f" {rest.split()[0]}" if rest.split() else ""))
+    return described
+
+
+def living(pids) -> set[int]:
+    """The ones of ``pids`` that still run: a zombie has ended and only waits to be reaped
+    (its CPU time is the clock's business: pytest_nodus.clock._ended_between)."""
+    return {pid for pid in pids if (fields := stat_fields(pid)) and fields[0] != "Z"}
+
+
 def stray_processes(sandboxes) -> list[int]:
     """Processes reparented to the grader (:func:`adopt_orphans`) that are not one of its
     ``sandboxes``: started by a sandbox and detached from its tree. Killed and reaped here;

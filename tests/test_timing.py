@@ -68,3 +68,34 @@ def test_reaped_children_and_start_times_are_read_on_the_kernels_clocks():
     assert clock._reaped_children_ns(os.getpid()) == before_ns  # not reaped yet: not counted
     child.wait()
     assert clock._reaped_children_ns(os.getpid()) - before_ns >= 90_000_000  # its 0.1 s, to a tick
+
+
+def test_a_child_counts_in_the_window_in_which_it_ended_not_where_it_was_reaped():
+    """Run 33: a correct torch.compile kernel was flagged for 80 ms of children's CPU in a
+    timed call. A child that ends earlier and is only waited for inside a window (a collected
+    ``Popen`` reaps its zombie whenever the collector runs) must not count there; one that
+    runs and ends inside the window counts even while nobody has waited for it."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from pytest_nodus import clock, isolation
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.1: pass"
+
+    def zombie():
+        child = subprocess.Popen([sys.executable, "-c", burn])
+        while isolation.stat_fields(child.pid)[0] != "Z":
+            time.sleep(0.01)
+        return child
+
+    before = zombie()  # ended before the window opens
+    opened = clock._ended_children(os.getpid())
+    assert isolation.living({before.pid}) == set()  # ended: not a live helper either
+    before.wait()  # reaped inside the window
+    assert clock._ended_between(opened, clock._ended_children(os.getpid())) == 0
+    inside = zombie()  # runs and ends inside the window, not yet reaped
+    assert clock._ended_between(opened, clock._ended_children(os.getpid())) >= 90_000_000
+    inside.wait()
+    assert clock._ended_between(opened, clock._ended_children(os.getpid())) >= 90_000_000
