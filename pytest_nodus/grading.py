@@ -74,6 +74,7 @@ class SizeResult:
     removed_fatbins: int | None = None  # torch fatbins taken out of the submission's process
     kernels: list[dict] | None = None
     device: str | None = None  # which device graded it ("cuda:1" under xdist worker gw1)
+    calls_with_children: int = 0  # timed calls in which child processes ran and ended (_children_ran)
     # --nodus-trusted only: forbidden-kernel findings kept for the record, not scored.
     waived_flags: list[dict] | None = None
 
@@ -255,6 +256,8 @@ class Grader:
         if submission and reply.get("ok"):
             for code, detail in self._output_findings(sandbox, slot, timed):
                 result.flag(code, detail)
+            if timed and (child_ms := sandbox.clock.helper_ms):
+                self._children_ran(sandbox, child_ms, result)
         if timed and submission and (ended := ended_orphans(sandbox.clock.opened_boot_ticks)):
             result.flag("background_process", f"process(es) {ended[:3]} left the sandbox's process tree and ran "
                                               "during the call")
@@ -340,11 +343,30 @@ class Grader:
                 sandbox.clock.release()  # its flag will never be written: free the grader's stream
 
     @staticmethod
+    def _children_ran(sandbox: Sandbox, child_ms: float, result: SizeResult) -> None:
+        """Child processes of the sandbox ran, and ended, inside a timed call (their CPU time,
+        pytest_nodus.clock._ended_between). Flagged from the second such call at a size.
+
+        Once is what a compiler does: a correct torch.compile kernel ran 50-70 ms of children
+        in one of the 20 timed calls at each of three sizes, in its first rerun only (runs 33
+        and 34). A kernel that works through child processes does so on every call
+        (tests/cheats/rmsnorm/spawned_per_call.py). One such call cannot buy speed: the
+        window holds the child's whole life (on the CPU its CPU time, on the GPU the wall
+        time until the flag), a process start costs far more than a call, and the median of
+        the timed calls does not move for one slow call."""
+        result.calls_with_children += 1
+        if result.calls_with_children >= 2:
+            began = ", ".join(sandbox.clock.children_at_open[:4]) or "none"
+            result.flag("background_process", f"child processes of the sandbox ran in {result.calls_with_children} "
+                                              f"timed calls, {child_ms:.3f} ms of CPU in this one (its children as it "
+                                              f"began: {began})")
+
+    @staticmethod
     def _output_findings(sandbox: Sandbox, slot, timed: bool) -> list[tuple[str, str]]:
         """What the grader itself sees of the outputs it read: whether they lay over an input
         or each other (GPU), and whether they changed after the window closed; and whether a
-        child process of the sandbox worked (CPU) or was alive (GPU) during a timed call
-        (warm-up calls may compile, and compilers run as child processes)."""
+        child process of the sandbox was still alive as a timed call returned (warm-up calls
+        may compile, and compilers run as child processes; see also _children_ran)."""
         spans = sandbox.clock.output_spans()  # the GPU's; on the CPU the outputs are not in the arena
         base = sandbox.clock.arena.data_ptr()
         inputs = [(v.data_ptr() - base, v.data_ptr() - base + v.numel() * v.element_size()) for v in slot.inputs.values()]
@@ -354,12 +376,7 @@ class Grader:
                 continue
             if any(span[0] < hi and lo < span[1] for lo, hi in inputs + [s for s in spans[:i] if s is not None]):
                 findings.append(("output_aliases_input", f"output {i} lies over an input or another output"))
-        helper_ms = sandbox.clock.helper_ms
-        if timed and helper_ms:
-            began = ", ".join(sandbox.clock.children_at_open[:4]) or "none"
-            findings.append(("background_process", f"child processes of the sandbox ran {helper_ms:.3f} ms of CPU "
-                                                   f"during the call (its children as the call began: {began})"))
-        elif timed and (alive := living(descendants(sandbox.process.pid))):
+        if timed and (alive := living(descendants(sandbox.process.pid))):
             findings.append(("background_process", f"{len(alive)} child process(es) of the sandbox alive during the call"))
         changed = sandbox.clock.changed_since_close()
         if changed:
