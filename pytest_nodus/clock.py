@@ -202,8 +202,8 @@ class GraderClock:
         self._spans = None
         self.helper_ms = None
         self._ended_open, self.opened_boot_ticks = _ended_children(self.pid), boot_ticks()
-        # For a flag's detail: which children a timed call began with (run 33's false positive
-        # could not say which process its 80 ms came from).
+        # For a flag's detail: which children a timed call began with (run 33's flag on a
+        # correct kernel could not say where its 80 ms of children's CPU came from).
         from pytest_nodus.isolation import describe_children
 
         self.children_at_open = describe_children(self.pid) if self.pid is not None else []
@@ -412,12 +412,14 @@ def _ended_between(opened: tuple[int, dict[int, int]], closed: tuple[int, dict[i
     """CPU time (ns) of the children that ended between two :func:`_ended_children` readings.
 
     A child's time belongs to the window in which it ended, not the one in which it happened
-    to be reaped. Run 33 flagged a correct torch.compile kernel for 80 ms of reaped CPU in a
-    timed call: a child that ends during warm-up stays a zombie until something waits for it
-    (``subprocess.Popen`` does when the object is collected, at any later moment). So a
-    zombie from before the window is taken out when it is reaped inside it (to within the
-    rounding above: only a zombie that ended before the window earns that slack), and a
-    child that ran and ended inside the window counts, reaped or not."""
+    to be reaped: a child that ends during warm-up stays a zombie until something waits for
+    it (``subprocess.Popen`` does when the object is collected, at any later moment), and
+    reaped time alone would bill its whole life to whichever call that lands in. So a zombie
+    from before the window is taken out when it is reaped inside it (to within the rounding
+    above: only a zombie that ended before the window earns that slack), and a child that
+    ran and ended inside the window counts, reaped or not. (This was the first suspect for
+    run 33's flagged torch.compile kernel; run 34 showed it was not: no child as the call
+    began. See pytest_nodus.grading.Grader._children_ran.)"""
     (reaped_open, zombies_open), (reaped_close, zombies_close) = opened, closed
     gone = [pid for pid in zombies_open if pid not in zombies_close]
     reaped = reaped_close - reaped_open - sum(zombies_open[pid] for pid in gone)

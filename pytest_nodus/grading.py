@@ -347,9 +347,10 @@ class Grader:
         """Child processes of the sandbox ran, and ended, inside a timed call (their CPU time,
         pytest_nodus.clock._ended_between). Flagged from the second such call at a size.
 
-        Once is what a compiler does: a correct torch.compile kernel ran 50-70 ms of children
-        in one of the 20 timed calls at each of three sizes, in its first rerun only (runs 33
-        and 34). A kernel that works through child processes does so on every call
+        Once is what a compiler does: a correct torch.compile kernel (tests/correct/rmsnorm/
+        torch_compile_own.py) ran 50-80 ms of children, none alive as the call began, in one
+        of the 20 timed calls at one size (run 33) and at three (run 34), in its first rerun
+        only. A kernel that works through child processes does so on every call
         (tests/cheats/rmsnorm/spawned_per_call.py). One such call cannot buy speed: the
         window holds the child's whole life (on the CPU its CPU time, on the GPU the wall
         time until the flag), a process start costs far more than a call, and the median of
