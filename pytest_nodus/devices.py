@@ -11,6 +11,7 @@ import fcntl
 import os
 import re
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,8 +79,20 @@ def choose(requested: str) -> Device:
     return Device("cuda", index, name, peaks)
 
 
+# How long a grade waits for another grade's hold on its GPU before it gives up on the size
+# (``--nodus-gpu-wait``). A hold lasts one size of one grade, first-call compiles included
+# (FlexAttention's cold compile took 223 s on the H200, run 14); half an hour is several of
+# those. Before it had a bound, one grader blocked inside CUDA while holding the lock (run
+# 31, since fixed) stalled every grade on that GPU for good.
+GPU_WAIT_S = 1800.0
+
+
+class DeviceBusy(Exception):
+    """Another grade held the GPU for longer than this one would wait."""
+
+
 @contextmanager
-def exclusive(device: Device):
+def exclusive(device: Device, wait_s: float = GPU_WAIT_S):
     """Hold the device for timing. CPU grades are not serialised (their times are CPU times)."""
     if device.kind != "cuda":
         yield
@@ -87,10 +100,32 @@ def exclusive(device: Device):
     import torch
 
     uuid = str(getattr(torch.cuda.get_device_properties(device.index), "uuid", device.index))
-    path = Path(tempfile.gettempdir()) / f"pytest-nodus-gpu-{uuid}.lock"
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with hold(Path(tempfile.gettempdir()) / f"pytest-nodus-gpu-{uuid}.lock", wait_s):
+        yield
+
+
+@contextmanager
+def hold(path: Path, wait_s: float):
+    """An exclusive ``flock`` on ``path``, waited for at most ``wait_s`` (else DeviceBusy,
+    naming the holder). The holder writes its pid and time into the file: a stalled GPU
+    then says which process holds it."""
+    with open(path, "a+") as handle:  # "a+": opening must not wipe the holder's note
+        deadline, pause = time.monotonic() + wait_s, 0.001
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    handle.seek(0)
+                    holder = handle.read().strip() or "another grade"
+                    raise DeviceBusy(f"waited {wait_s:g} s for {path.name}, held by {holder}") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
         try:
+            handle.truncate(0)
+            handle.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}")
+            handle.flush()
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)

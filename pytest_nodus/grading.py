@@ -138,6 +138,7 @@ class Grader:
         self._failed_baselines: set[str] = set()  # a baseline that failed once is not retried this grade
         self.plan = PLANS[device.kind]
         self.call_timeout_override: float | None = None
+        self.gpu_wait_s = devices.GPU_WAIT_S  # --nodus-gpu-wait
         # A submission that hung once is not given the device again in this grade: every
         # further size would cost another full time limit for the same verdict.
         self._hung: SandboxFailure | None = None
@@ -430,6 +431,11 @@ class Grader:
             return self._grade_size(env, size, label, result)
         except torch.OutOfMemoryError as exc:
             return self._grader_out_of_memory(result, exc)
+        except devices.DeviceBusy as busy:
+            # Not the submission's doing either, and no grade vouches for a size it did not
+            # time: the floor, under a code a pipeline can retry on.
+            result.flag("gpu_busy", str(busy))
+            return result
 
     def _grade_size(self, env: Environment, size: Size, label: str, result: SizeResult) -> SizeResult:
         if self._hung is not None:
@@ -451,7 +457,7 @@ class Grader:
         baselines = self._baseline_sandboxes(env, size, result) if size.kind in ("public", "hidden") else {}
         times.update({role: [] for role in baselines})
         plan = TimingPlan(*env.timing_rounds[self.device.kind]) if self.device.kind in env.timing_rounds else self.plan
-        with devices.exclusive(self.device):
+        with devices.exclusive(self.device, self.gpu_wait_s):
             try:
                 for round_number in range(plan.warmup + plan.timed):
                     seed = inputs.call_seed(self.grade_seed, label, round_number)

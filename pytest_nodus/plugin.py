@@ -34,6 +34,8 @@ RERUNS_HELP = "Grade N times with fresh seeds and fuzzed sizes; correct only if 
 SEED_HELP = "Replay a local grade's seed (printed in the header). Not allowed with --nodus-sealed."
 DEVICE_HELP = "auto (default: cuda if available), cuda or cpu (Triton interpreter)."
 TIMEOUT_HELP = "Override the environment's per-call time limit, in seconds."
+GPU_WAIT_HELP = ("How long a size waits for another grade's hold on its GPU, in seconds (default 1800); "
+                 "past it the size is flagged gpu_busy.")
 BASELINES_HELP = ("Also time the environment's context baselines (e.g. FlexAttention) on timed sizes; "
                   "shown in the report and JSON, never in the reward.")
 TRUSTED_HELP = ("Calibration only: the submission is trusted code (the expert graded against itself). "
@@ -50,6 +52,7 @@ def pytest_addoption(parser):
     group.addoption("--nodus-seed", metavar="SEED", help=SEED_HELP)
     group.addoption("--nodus-device", metavar="KIND", default="auto", help=DEVICE_HELP)
     group.addoption("--nodus-call-timeout", metavar="SECONDS", help=TIMEOUT_HELP)
+    group.addoption("--nodus-gpu-wait", metavar="SECONDS", help=GPU_WAIT_HELP)
     group.addoption("--nodus-baselines", action="store_true", default=False, help=BASELINES_HELP)
     group.addoption("--nodus-trusted", action="store_true", default=False, help=TRUSTED_HELP)
 
@@ -65,6 +68,7 @@ class Options:
         self.reruns = _positive_int(get("nodus_reruns"), "--nodus-reruns")
         self.device_request = get("nodus_device")
         self.call_timeout = _positive_float(get("nodus_call_timeout"), "--nodus-call-timeout")
+        self.gpu_wait = _positive_float(get("nodus_gpu_wait"), "--nodus-gpu-wait")
         self.baselines = bool(get("nodus_baselines"))
         self.trusted = bool(get("nodus_trusted"))
         self.seed = None if get("nodus_seed") is None else _non_negative_int(get("nodus_seed"), "--nodus-seed")
@@ -323,6 +327,8 @@ def nodus_grade(request, _nodus_session):
     grader = _nodus_session.get_grader()
     if _nodus_session.options.call_timeout is not None:
         grader.call_timeout_override = _nodus_session.options.call_timeout
+    if _nodus_session.options.gpu_wait is not None:
+        grader.gpu_wait_s = _nodus_session.options.gpu_wait
     return GradeRunner(grader, request.node, _nodus_session.options)
 
 

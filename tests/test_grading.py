@@ -191,6 +191,29 @@ def test_a_child_process_in_one_timed_call_is_a_compiler_in_two_a_flag(grade, py
         assert document["reward"] == -24
 
 
+def test_a_size_that_waited_too_long_for_the_gpu_is_named(grade, pytester):
+    # Another grade holds the GPU past --nodus-gpu-wait at public-1 (the CPU takes no lock,
+    # so the lock's refusal is stood in for): that size is at the floor as gpu_busy.
+    pytester.makepyfile(busy_gpu="""
+        from pytest_nodus import devices
+
+        real = devices.exclusive
+
+        def exclusive(device, wait_s=devices.GPU_WAIT_S):
+            if wait_s == 7 and getattr(exclusive, "calls", 0) == 1:
+                raise devices.DeviceBusy(f"waited {wait_s:g} s for the GPU, held by pid 4242")
+            exclusive.calls = getattr(exclusive, "calls", 0) + 1
+            return real(device, wait_s)
+
+        devices.exclusive = exclusive
+    """)
+    pytester.syspathinsert()
+    document = grade(SOLUTION, "-p", "busy_gpu", "--nodus-gpu-wait=7", "-k", "public").document
+    assert document["status"] == "error" and document["reward"] == -24
+    assert [(f["size"], f["code"], f["detail"]) for f in document["flags"]] == [
+        ("public-1:M33xN1000", "gpu_busy", "waited 7 s for the GPU, held by pid 4242")]
+
+
 def test_a_failing_expert_is_not_blamed_on_the_submission(grade):
     suite = REPO / "tests" / "envs" / "rmsnorm_broken_expert" / "suite_rmsnorm_broken_expert.py"
     result = grade(SOLUTION, "-k", "public-0", suite=suite)

@@ -20,6 +20,7 @@ def run(pytester, *args):
     ([f"--nodus-submission={SOLUTION}", "--nodus-reruns=0"], "pytest-nodus: --nodus-reruns must be a positive integer, not '0'"),
     ([f"--nodus-submission={SOLUTION}", "--nodus-reruns=x"], "pytest-nodus: --nodus-reruns must be a positive integer, not 'x'"),
     ([f"--nodus-submission={SOLUTION}", "--nodus-device=tpu"], "pytest-nodus: --nodus-device must be auto, cpu or cuda, not 'tpu'"),
+    ([f"--nodus-submission={SOLUTION}", "--nodus-gpu-wait=0"], "pytest-nodus: --nodus-gpu-wait must be a positive number*"),
     ([f"--nodus-submission={SOLUTION}", "--nodus-sealed=sealed_fixtures", "--nodus-seed=3"],
      "pytest-nodus: --nodus-seed cannot be used with --nodus-sealed*"),
     ([], "pytest-nodus: grading an environment needs --nodus-submission=PATH"),
