@@ -201,12 +201,13 @@ class GraderClock:
         self._outputs = [(r.numel() * r.element_size(), r.dtype, tuple(r.shape)) for r in receipts]
         self._spans = None
         self.helper_ms = None
-        self._ended_open, self.opened_boot_ticks = _ended_children(self.pid), boot_ticks()
+        from pytest_nodus.isolation import children, describe_processes
+
+        kids = children(self.pid) if self.pid is not None else set()  # one /proc walk for both
+        self._ended_open, self.opened_boot_ticks = _ended_children(self.pid, kids), boot_ticks()
         # For a flag's detail: which children a timed call began with (run 33's flag on a
         # correct kernel could not say where its 80 ms of children's CPU came from).
-        from pytest_nodus.isolation import describe_children
-
-        self.children_at_open = describe_children(self.pid) if self.pid is not None else []
+        self.children_at_open = describe_processes(kids)
         if not self.cuda:
             for view, pristine in copies:
                 view.copy_(pristine)
@@ -386,17 +387,17 @@ def _reaped_children_ns(pid: int | None) -> int | None:
     return (int(fields[13]) + int(fields[14])) * 1_000_000_000 // _TICKS_PER_S
 
 
-def _ended_children(pid: int | None) -> tuple[int, dict[int, int]] | None:
-    """The CPU time of the children of ``pid`` that have ended: what it reaped (ns), and per
-    zombie (ended, not yet waited for) what reaping it will add (utime + stime + cutime +
-    cstime, ns). None once ``pid`` is gone."""
+def _ended_children(pid: int | None, kids: set[int] | None = None) -> tuple[int, dict[int, int]] | None:
+    """The CPU time of the children of ``pid`` (``kids``, when already listed) that have
+    ended: what it reaped (ns), and per zombie (ended, not yet waited for) what reaping it
+    will add (utime + stime + cutime + cstime, ns). None once ``pid`` is gone."""
     from pytest_nodus.isolation import children, stat_fields
 
     reaped = _reaped_children_ns(pid)
     if reaped is None:
         return None
     zombies = {}
-    for child in children(pid):
+    for child in children(pid) if kids is None else kids:
         fields = stat_fields(child)
         if len(fields) >= 15 and fields[0] == "Z":
             zombies[child] = sum(int(f) for f in fields[11:15]) * 1_000_000_000 // _TICKS_PER_S

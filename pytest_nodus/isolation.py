@@ -82,10 +82,10 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
-def describe_children(pid: int) -> list[str]:
-    """``pid``'s direct children as "pid (command) state", for a flag's detail."""
+def describe_processes(pids) -> list[str]:
+    """``pids`` as "pid (command) state", for a flag's detail."""
     described = []
-    for child in sorted(children(pid)):
+    for child in sorted(pids):
         try:
             with open(f"/proc/{child}/stat") as stat:
                 line = stat.read()
