@@ -17,9 +17,9 @@ directory. From then on it answers the grader's requests, one at a time:
     CUDA events time the call; on the current stream, each output's place in the heap
     (:mod:`pytest_nodus.heap`; outputs outside it are copied into the receipts) and then
     the call's number are written into the grader's words (the flag closes the grader's
-    window on the GPU); then a device-wide synchronise (work left on any stream shows in
-    ``t_call``), and ``enqueued`` goes back. Then the report: times, audit and tripwire
-    flags.
+    window on the GPU), and the return is marked (``t_stream``); then a device-wide
+    synchronise (work left on any stream shows in ``t_call``), and ``enqueued`` goes back.
+    Then the report: times, audit and tripwire flags.
     A trusted file (a context baseline) may define ``prepare(*args)``: it runs while the
     call is armed, before the scrub, and its result is what ``kernel`` is called with. A
     submission's ``prepare`` is never called.
@@ -90,6 +90,8 @@ class Harness:
         self.input_spans: list[tuple[int, int]] = []  # the armed call's input bytes
         self.armed = None  # (args, receipts, expected, flags) between ``call`` and ``go``
         self.clock = clock  # (go event, flag word, output words, stream memory ops) of the grader's clock
+        # One view per output word, cut once: slicing in ``go`` would be host time in the call.
+        self.output_words = [] if clock is None else [clock[2][i:i + 1] for i in range(clock[2].numel())]
         self.heap = heap  # pytest_nodus.heap.OutputHeap on the GPU
         self.send = send  # for the ``enqueued`` reply, ahead of the report
         self.receive = receive  # the grader's ack (CPU), between ``enqueued`` and the report
@@ -137,7 +139,7 @@ class Harness:
         cuda = self.device.type == "cuda"
         self.census.start()
         if cuda:
-            go, flag, output_words, memory_ops = self.clock
+            go, flag, _, memory_ops = self.clock
             stream = torch.cuda.current_stream()
             stream.wait_event(go)  # the inputs exist from here on
             start, returned_at, synced = self.events
@@ -151,19 +153,24 @@ class Harness:
             return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:300],
                                            "where": _submission_frame(exc)}, "flags": flags}
         if cuda:
-            _event_record(returned_at)
             # Straight after the call, on its stream: where each output starts, then the flag.
             # What the grader snapshots then is the state at return (work left on other
             # streams is not in it).
             for i, offset in enumerate(self._output_places(result, expected, receipts)):
-                memory_ops.write64(stream, output_words[i:i + 1], offset)
+                memory_ops.write64(stream, self.output_words[i], offset)
             memory_ops.write(stream, flag, int(message["call"]))
-            # Drain the device before any more harness work: t_call - t_stream must be the
-            # GPU's tail after the return (side streams, late launches), not this process's
-            # host time. With the report and output checks inside it, a host-bound call at a
-            # small size read as pending work whenever the host was loaded (the attention
-            # solution at hidden-1 in 2 of 3 reruns, run 25). The grader's snapshot does not
-            # wait for this: it was queued behind the flag before the call.
+            # The return is marked after those marks, so that t_call - t_stream holds no host
+            # time of this harness: only the GPU's tail (side streams, late launches) and the
+            # synchronise's own latency. Marked before them, a call whose GPU work ended before
+            # its host returned showed the marks' Python (tens of microseconds on a slow
+            # host) as pending work that the expert, whose GPU was still busy then, never
+            # showed: the attention solution at hidden-1 (0.2 ms) was flagged in 3 of 3
+            # reruns of H200 run 36. The grader's clock, whose window ends at the flag, sees
+            # the marks the same way, so the two clocks still agree.
+            _event_record(returned_at)
+            # Drain the device before any more harness work (the report and output checks
+            # inside it read as pending work whenever the host was loaded: run 25). The
+            # grader's snapshot does not wait for this: it was queued behind the flag.
             _cuda_synchronize()  # device-wide: side streams and deferred launches finish here
             _event_record(synced)
         t1 = _thread_time_ns()

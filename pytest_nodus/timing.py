@@ -1,7 +1,8 @@
 """What a call costs, and whether the sandbox's claim about it can be believed.
 
 The sandbox times each call with CUDA events on the current stream (``t_stream``: start to
-the moment the call returned) and to the end of a device-wide synchronise (``t_call``),
+the moment the call returned and the harness had written the output words and the flag
+behind it) and to the end of a device-wide synchronise (``t_call``),
 or with its main thread's CPU time on the CPU. Expert and submission are timed in the same run,
 interleaved call by call (order alternating), each call on fresh inputs with L2 flushed.
 Those are the sandbox's claims; the grader also times every call on its own clock
