@@ -75,6 +75,10 @@ class SizeResult:
     kernels: list[dict] | None = None
     device: str | None = None  # which device graded it ("cuda:1" under xdist worker gw1)
     calls_with_children: int = 0  # timed calls in which child processes ran and ended (_children_ran)
+    # Every timed call's three readings, per role: what the medians came from. A rerun whose
+    # median moved (the attention solution at hidden-1, 0.20 against 0.56 ms, H200 run 39)
+    # can then be read call by call.
+    timed_calls: dict | None = None
     # --nodus-trusted only: forbidden-kernel findings kept for the record, not scored.
     waived_flags: list[dict] | None = None
 
@@ -527,6 +531,8 @@ class Grader:
         result.baseline_notes = {**(result.baseline_notes or {}), name: result.public_text(why)[:200]}
 
     def _summarise_times(self, env, size, times, result: SizeResult) -> None:
+        result.timed_calls = {role: [{"t_stream_ms": c.t_stream_ms, "t_call_ms": c.t_call_ms, "window_ms": c.grader_ms}
+                                     for c in calls] for role, calls in times.items()}
         latency = timing.sync_latency(times["expert"])
         expert_time = timing.counted(times["expert"], latency)
         claimed = timing.counted(times["submission"], latency)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import jsonschema
 import pytest
@@ -44,6 +45,21 @@ def test_hidden_sizes_stay_hidden(grade):
     for dims in sealed:
         label = "x".join(f"{k}{v}" for k, v in dims.items())
         assert label not in result.text
+
+
+def test_each_timed_call_is_in_the_json_and_the_medians_come_from_them(grade):
+    document = grade(SOLUTION, "-k", "public or fuzz").document
+    jsonschema.validate(document, SCHEMA)
+    timed = [s for s in document["sizes"] if s["kind"] == "public"]
+    assert timed and all(s["timed_calls"] is None for s in document["sizes"] if s["kind"] == "fuzz")
+    for size in timed:
+        calls = size["timed_calls"]
+        assert set(calls) == {"expert", "submission"}
+        assert len(calls["expert"]) == len(calls["submission"]) == size["calls"] - 1  # the CPU plan: one warm-up
+        # On the CPU both claims are the main thread's CPU time: the medians are theirs.
+        assert all(c["t_stream_ms"] == c["t_call_ms"] and c["window_ms"] is not None for c in calls["submission"])
+        assert size["t_submission_claimed_ms"] == statistics.median(c["t_stream_ms"] for c in calls["submission"])
+        assert size["t_expert_ms"] == statistics.median(c["t_stream_ms"] for c in calls["expert"])
 
 
 def test_report_prints_table_and_reward(grade):
