@@ -533,27 +533,22 @@ class Grader:
     def _summarise_times(self, env, size, times, result: SizeResult) -> None:
         result.timed_calls = {role: [{"t_stream_ms": c.t_stream_ms, "t_call_ms": c.t_call_ms, "window_ms": c.grader_ms}
                                      for c in calls] for role, calls in times.items()}
-        latency = timing.sync_latency(times["expert"])
-        expert_time = timing.counted(times["expert"], latency)
-        claimed = timing.counted(times["submission"], latency)
-        overhead = timing.clock_overhead(times["expert"])
-        result.t_submission_grader_ms = timing.grader_time_ms(times["submission"], overhead)
-        if (reason := timing.forged_time_flag(claimed.median, result.t_submission_grader_ms, self.device.kind)):
+        kind = self.device.kind
+        summary = timing.summarise(times, kind)
+        claimed = summary.claimed
+        result.t_submission_grader_ms = summary.grader_ms
+        if (reason := timing.forged_time_flag(claimed.median, result.t_submission_grader_ms, kind)):
             result.flag("forged_time", reason)
-        result.t_expert_ms, result.t_expert_iqr_ms = expert_time.median, expert_time.iqr
+        result.t_expert_ms, result.t_expert_iqr_ms = summary.expert.median, summary.expert.iqr
         result.t_submission_claimed_ms, result.t_submission_iqr_ms = claimed.median, claimed.iqr
-        # Never less than the grader's own clock saw: a claim within the slack buys nothing.
-        if claimed.median is not None:
-            result.t_submission_ms = max(claimed.median, result.t_submission_grader_ms or 0.0)
-        baseline_times = {role.removeprefix("baseline:"): timing.counted(calls, latency).median
-                          for role, calls in times.items() if role.startswith("baseline:") and calls}
-        result.t_baselines_ms = baseline_times or None
+        result.t_submission_ms = summary.submission_ms
+        result.t_baselines_ms = summary.baselines_ms or None
         if result.t_submission_ms and result.t_expert_ms:
             result.speedup = result.t_expert_ms / result.t_submission_ms
             result.throughput = env.throughput(size.dims, result.t_submission_ms)
-        if self.device.kind != "cuda":
+        if kind != "cuda":
             return  # CPU times are reported and held to the grader's clock; no floor, no streams
-        if (reason := timing.pending_work_flag(times["submission"], latency)) is not None:
+        if (reason := timing.pending_work_flag(times["submission"], summary.latency_ms)) is not None:
             result.flag("pending_work", reason)
         peaks = self.device.peaks
         if peaks is not None:

@@ -8,7 +8,7 @@ interleaved call by call (order alternating), each call on fresh inputs with L2 
 Those are the sandbox's claims; the grader also times every call on its own clock
 (:mod:`pytest_nodus.clock`), and that window is what the claims are held to.
 
-Four checks turn them into numbers the grader trusts:
+Five rules turn them into numbers the grader trusts:
 
 - **The grader's clock.** The window holds the call plus a fixed cost (input copies,
   flush, receipt copies) that is the same for expert and submission at a size. The
@@ -23,6 +23,22 @@ Four checks turn them into numbers the grader trusts:
   synchronise's own latency ``L``; a submission's excess over ``L`` is work on another
   stream (or launched late) and is flagged, and the claimed time is
   ``max(t_stream, t_call - L)``: timed in full either way.
+- **A return marked late.** Now and then the GPU stamps the sandbox's return event well
+  after the flag that precedes it on the same stream, close to the synchronise's own event,
+  while the host and the synchronise ran on time (H200 run 40: 0.2 ms calls read as
+  0.52-0.80 ms, the grader's window 0.20-0.47 ms, ``t_call - t_stream`` 0.02-0.06 ms where it is
+  0.32 ms in every other call). It happens when the GPU has caught up with the host by the
+  time the harness marks the return: in some calls of a kernel whose host work outlasts its
+  GPU work, in every call of one that waits on the GPU inside the call (run 41: a cheat that
+  reads samples of its inputs to the host, 0.49 ms read for a 0.18 ms window). Such a
+  reading says when the mark was stamped, not when the call ended, so a call whose
+  ``t_stream`` lies beyond the grader's window for it (less the fixed cost, beyond the
+  clocks' slack) is counted at ``max(window - overhead, t_call - L)``: never under what the
+  grader saw, and with any work left on other streams still in it (``t_call - L`` also holds
+  the harness's enqueueing after the GPU went idle, 0.03-0.06 ms in run 40: the price of
+  still counting that work). A late mark makes ``t_call - t_stream`` read short, so it can
+  only lower the pending-work reading, whose time is counted through ``t_call - L``
+  regardless. The same rule reads every role's calls, the expert's included.
 - **Physical floor.** Faster than moving the size's bytes or doing its FLOPs at the
   datasheet peak (with :data:`devices.FLOOR_FRACTION` slack) is impossible.
 """
@@ -74,8 +90,32 @@ def sync_latency(expert_calls: list[CallTimes]) -> float:
     return statistics.median(c.t_call_ms - c.t_stream_ms for c in expert_calls) if expert_calls else 0.0
 
 
-def counted(calls: list[CallTimes], latency_ms: float) -> Measurement:
-    return Measurement([max(c.t_stream_ms, c.t_call_ms - latency_ms) for c in calls])
+def counted(calls: list[CallTimes], latency_ms: float, overhead_ms: float | None = None,
+            device_kind: str = "cuda") -> Measurement:
+    """Each call's time: ``max(t_stream, t_call - L)``, unless its return was marked late."""
+    return Measurement([call_time(c, latency_ms, overhead_ms, device_kind) for c in calls])
+
+
+def call_time(c: CallTimes, latency_ms: float, overhead_ms: float | None, device_kind: str) -> float:
+    if marked_late(c, overhead_ms, device_kind):
+        return max(_seen(c, overhead_ms), c.t_call_ms - latency_ms)
+    return max(c.t_stream_ms, c.t_call_ms - latency_ms)
+
+
+def marked_late(c: CallTimes, overhead_ms: float | None, device_kind: str) -> bool:
+    """The return's mark lies beyond the grader's own window for this call (less the
+    window's fixed cost) by more than the two clocks ever differ for an honest call: the
+    slack that, the other way round, flags a forged time. Without a window the claim stands."""
+    if overhead_ms is None or c.grader_ms is None:
+        return False
+    slack_abs, slack_rel = CLOCK_SLACK[device_kind]
+    return c.t_stream_ms > _seen(c, overhead_ms) * (1 + slack_rel) + slack_abs
+
+
+def _seen(c: CallTimes, overhead_ms: float) -> float:
+    # A call that does next to nothing can read under the fixed cost (H200 run 41: the lazy
+    # proxy at -0.06 ms); no call takes less than nothing.
+    return max(c.grader_ms - overhead_ms, 0.0)
 
 
 def pending_work_ms(calls: list[CallTimes], latency_ms: float) -> float:
@@ -123,3 +163,36 @@ def floor_flag(time_ms: float | None, floor_ms: float | None) -> str | None:
     if time_ms < floor_ms:
         return f"{time_ms:.4f} ms is under the physical floor of {floor_ms:.4f} ms for this size"
     return None
+
+
+@dataclass
+class SizeTimes:
+    """One size's times, every role's calls read by the rules above (what a grade reports)."""
+
+    latency_ms: float
+    overhead_ms: float | None
+    expert: Measurement
+    claimed: Measurement  # the submission's calls as the sandbox reported them
+    grader_ms: float | None  # the submission on the grader's clock
+    baselines_ms: dict[str, float]
+
+    @property
+    def submission_ms(self) -> float | None:
+        """Never less than the grader's own clock saw: a claim within the slack buys nothing."""
+        if self.claimed.median is None:
+            return None
+        return max(self.claimed.median, self.grader_ms or 0.0)
+
+
+def summarise(times: dict[str, list[CallTimes]], device_kind: str) -> SizeTimes:
+    """``times``: calls per role (``expert``, ``submission``, ``baseline:<name>``). Pure
+    arithmetic on the recorded readings, so a grade's JSON (``timed_calls``) can be counted
+    again by ``tools/recount.py`` exactly as the grader counted it."""
+    latency = sync_latency(times["expert"])
+    overhead = clock_overhead(times["expert"])
+    baselines = {role.removeprefix("baseline:"): counted(calls, latency, overhead, device_kind).median
+                 for role, calls in times.items() if role.startswith("baseline:") and calls}
+    return SizeTimes(latency, overhead, counted(times["expert"], latency, overhead, device_kind),
+                     counted(times["submission"], latency, overhead, device_kind),
+                     grader_time_ms(times["submission"], overhead), baselines)
+

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import subprocess
+import sys
 
 import jsonschema
 import pytest
@@ -60,6 +62,20 @@ def test_each_timed_call_is_in_the_json_and_the_medians_come_from_them(grade):
         assert all(c["t_stream_ms"] == c["t_call_ms"] and c["window_ms"] is not None for c in calls["submission"])
         assert size["t_submission_claimed_ms"] == statistics.median(c["t_stream_ms"] for c in calls["submission"])
         assert size["t_expert_ms"] == statistics.median(c["t_stream_ms"] for c in calls["expert"])
+
+
+def test_a_grade_counted_again_from_its_json_gives_its_rewards(grade, tmp_path):
+    """tools/recount.py reads timing-rule changes against recorded GPU grades; that is only
+    worth anything if counting a grade's recorded calls again reproduces the grade."""
+    document = grade(SOLUTION, "-k", "public", "--nodus-reruns=2").document
+    path = tmp_path / "grade.json"
+    path.write_text(json.dumps(document))
+    out = subprocess.run([sys.executable, str(REPO / "tools" / "recount.py"), str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    recorded, counted = out.splitlines()[0].split("rewards ")[1].split("  (")[0].split(" -> ")
+    assert recorded.split() == [f"{r:.3f}" for r in document["reruns"]["rewards"]]
+    assert counted == recorded, out
+    assert len(out.splitlines()) == 1, out  # no size moved
 
 
 def test_report_prints_table_and_reward(grade):
