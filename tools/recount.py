@@ -48,8 +48,7 @@ def recount(path: Path) -> list[str]:
                        if summary.expert.median and summary.submission_ms else None)
             entry["speedup"] = speedup
             old = size["t_submission_ms"]
-            if old and summary.submission_ms and abs(summary.submission_ms / old - 1) > 0.01 \
-                    or size["t_expert_ms"] and abs(summary.expert.median / size["t_expert_ms"] - 1) > 0.01:
+            if _moved(old, summary.submission_ms) or _moved(size["t_expert_ms"], summary.expert.median):
                 lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} sub {old:.4f} -> {summary.submission_ms:.4f} ms, "
                              f"expert {size['t_expert_ms']:.4f} -> {summary.expert.median:.4f} ms, "
                              f"x{size['speedup']:.3f} -> x{speedup:.3f}; calls marked late: "
@@ -68,6 +67,10 @@ def recount(path: Path) -> list[str]:
             + " ".join(f"{r:.3f}" for r in recorded) + " -> " + " ".join(f"{r:.3f}" for r in rewards)
             + f"  ({late_calls} calls marked late)")
     return [head] + lines
+
+
+def _moved(recorded: float | None, now: float | None) -> bool:
+    return bool(recorded and now) and abs(now / recorded - 1) > 0.01
 
 
 def main(paths: list[str]) -> int:
