@@ -85,6 +85,14 @@ class CallTimes:
     t_call_ms: float
     grader_ms: float | None  # the grader's window (None: the call never reached it)
 
+    def as_json(self) -> dict:
+        """The grade's ``timed_calls`` entry (schema: ``window_ms`` is ``grader_ms``)."""
+        return {"t_stream_ms": self.t_stream_ms, "t_call_ms": self.t_call_ms, "window_ms": self.grader_ms}
+
+    @classmethod
+    def from_json(cls, entry: dict) -> CallTimes:
+        return cls(entry["t_stream_ms"], entry["t_call_ms"], entry["window_ms"])
+
 
 def sync_latency(expert_calls: list[CallTimes]) -> float:
     return statistics.median(c.t_call_ms - c.t_stream_ms for c in expert_calls) if expert_calls else 0.0
@@ -175,6 +183,7 @@ class SizeTimes:
     claimed: Measurement  # the submission's calls as the sandbox reported them
     grader_ms: float | None  # the submission on the grader's clock
     baselines_ms: dict[str, float]
+    flags: list[tuple[str, str]]  # (code, reason): forged_time; pending_work on the GPU
 
     @property
     def submission_ms(self) -> float | None:
@@ -192,7 +201,10 @@ def summarise(times: dict[str, list[CallTimes]], device_kind: str) -> SizeTimes:
     overhead = clock_overhead(times["expert"])
     baselines = {role.removeprefix("baseline:"): counted(calls, latency, overhead, device_kind).median
                  for role, calls in times.items() if role.startswith("baseline:") and calls}
-    return SizeTimes(latency, overhead, counted(times["expert"], latency, overhead, device_kind),
-                     counted(times["submission"], latency, overhead, device_kind),
-                     grader_time_ms(times["submission"], overhead), baselines)
-
+    claimed = counted(times["submission"], latency, overhead, device_kind)
+    grader_ms = grader_time_ms(times["submission"], overhead)
+    flags = [("forged_time", forged_time_flag(claimed.median, grader_ms, device_kind))]
+    if device_kind == "cuda":  # the CPU has no streams to leave work on
+        flags.append(("pending_work", pending_work_flag(times["submission"], latency)))
+    return SizeTimes(latency, overhead, counted(times["expert"], latency, overhead, device_kind), claimed,
+                     grader_ms, baselines, [(code, reason) for code, reason in flags if reason])

@@ -26,8 +26,7 @@ from pytest_nodus import reward, timing  # noqa: E402
 
 
 def calls_of(size: dict) -> dict[str, list[timing.CallTimes]]:
-    return {role: [timing.CallTimes(c["t_stream_ms"], c["t_call_ms"], c["window_ms"]) for c in calls]
-            for role, calls in size["timed_calls"].items()}
+    return {role: [timing.CallTimes.from_json(c) for c in calls] for role, calls in size["timed_calls"].items()}
 
 
 def recount(path: Path) -> list[str]:
@@ -54,9 +53,7 @@ def recount(path: Path) -> list[str]:
                              f"x{size['speedup']:.3f} -> x{speedup:.3f}; calls marked late: "
                              + ", ".join(f"{role} {n}" for role, n in late.items() if n))
             recorded = {f["code"] for f in grade["flags"] if f["size"] == size["id"] and f["rerun"] == size["rerun"]}
-            now = {code for code, reason in (
-                ("forged_time", timing.forged_time_flag(summary.claimed.median, summary.grader_ms, device_kind)),
-                ("pending_work", timing.pending_work_flag(times["submission"], summary.latency_ms))) if reason}
+            now = {code for code, _ in summary.flags}
             for code in ({"forged_time", "pending_work"} & recorded) ^ now:
                 lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} {code}: "
                              f"{'recorded, not raised now' if code in recorded else 'raised now, not recorded'}")
