@@ -252,9 +252,10 @@ def test_a_failing_expert_is_not_blamed_on_the_submission(grade):
     assert result.codes == {"expert_failed"}, result.document["flags"]
 
 
-@pytest.mark.parametrize("submission", [REPO / "env_suites" / "attention_backward" / "starting_kernel.py",
+@pytest.mark.parametrize("submission", [REPO / "expert" / "attention_backward" / "solution.py",
+                                        REPO / "env_suites" / "attention_backward" / "starting_kernel.py",
                                         CORRECT / "attention_backward" / "torch_dense.py"],
-                         ids=["starting_kernel", "torch_dense"])
+                         ids=["solution", "starting_kernel", "torch_dense"])
 def test_attention_correct_kernels_pass(grade, submission):
     result = grade(submission, "--nodus-reruns=2", env="attention_backward", sealed=True)
     assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]

@@ -16,6 +16,8 @@
 #   bash tools/gpu_check.sh bench        # attention benchmark, every kernel
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
+#   bash tools/gpu_check.sh spin_ab      # the grader's pre-call spin, 2M against 8M cycles, on the
+#                                        # attention expert as a submission at its 3 shortest sizes
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
 # ATTENTION_PARALLEL=N grades N attention cheats at once (default 1: four at once stalled in
@@ -95,6 +97,18 @@ for MODE in "${@:-quick}"; do
     [ "$MODE" != attention_stability ] && grade rmsnorm expert_x5 expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=5
     [ "$MODE" != rmsnorm_stability ] && grade attention_backward attn_expert_x5 expert/attention_backward/expert_cuda.py \
       $SEALED --nodus-reruns=5 --nodus-trusted -k "not fuzzed" ;;
+  spin_ab)
+    # The grader's pre-call spin, 2M cycles (before run 47) against 8M (pytest_nodus.clock),
+    # alternating, on the attention expert graded as a submission at its three shortest
+    # sizes, where a call's host work can outlast its GPU work. tools/probes/spin_cycles.py
+    # sets the spin in the grader's process only.
+    for round in 1 2; do
+      for cycles in 2000000 8000000; do
+        PYTHONPATH=$PWD:$PWD/tools/probes NODUS_PROBE_SPIN_CYCLES=$cycles grade attention_backward \
+          attn_spin${cycles}_r$round expert/attention_backward/expert_cuda.py $SEALED --nodus-trusted \
+          --nodus-reruns=3 -p spin_cycles -k "public-0 or hidden-1 or hidden-2"
+      done
+    done ;;
   baselines)
     # Every timed size, sealed; fuzzed sizes have no baseline and are left out.
     # BASELINES_K="public" (or "hidden") grades a part, e.g. one part per GPU.

@@ -14,6 +14,8 @@ Structure it exploits:
   load; delta = rowsum(dO * O) by its own small kernel (no fp32 temporaries in HBM).
 * dQ by a second kernel that recomputes the scores (no fp32 atomics): 7 matmul-sized
   products per tile pair instead of 5, traded for no contention and deterministic output.
+  The 5-product alternative (dQ by relaxed fp32 atomics from the dK/dV kernel, ``FUSED_DQ``)
+  was measured 1.19-1.30x slower at every timed size (run 44, docs/h200/NOTES.md).
 * Tile shapes, warps and stages per head dim by autotuning among a few candidates measured
   on the H200 (keys: head dim and group size).
 * The per-element mask only on tiles that need it (diagonal, window edge, document edge);
@@ -41,7 +43,8 @@ def _document_tables(cu_ptr, doc_ptr, start_ptr, end_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _delta(o_ptr, do_ptr, delta_ptr, T, HQ: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr):
+def _delta(o_ptr, do_ptr, delta_ptr, dq_acc_ptr, T, HQ: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
+           ZERO_DQ: tl.constexpr):
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     head = tl.program_id(1)
     inside = rows < T
@@ -49,6 +52,8 @@ def _delta(o_ptr, do_ptr, delta_ptr, T, HQ: tl.constexpr, D: tl.constexpr, BLOCK
     o = tl.load(o_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
     do = tl.load(do_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
     tl.store(delta_ptr + head * T + rows, tl.sum(o * do, axis=1), mask=inside)
+    if ZERO_DQ:  # the fused kernel's dQ accumulator has the layout of O: zero it on the same pass
+        tl.store(dq_acc_ptr + offsets, tl.zeros([BLOCK, D], tl.float32), mask=inside[:, None])
 
 
 @triton.jit
@@ -93,12 +98,14 @@ _DQ_SMALL = [(64, 64, 4, 2), (64, 32, 4, 2), (64, 64, 4, 3)]
 _DQ_LARGE = [(128, 32, 8, 2), (64, 64, 4, 2), (64, 32, 4, 1)]
 
 
-@triton.autotune(configs=_configs(_DKDV_SMALL + _DKDV_LARGE), key=["D", "GROUP"],
-                 prune_configs_by=_by_head_dim(_DKDV_SMALL, _DKDV_LARGE))
 @triton.jit
-def _dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_ptr, dv_ptr, T, window,
-          scale, scale_log2, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
-          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_EVERY_TILE: tl.constexpr = False):
+def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_ptr, dv_ptr, dq_acc_ptr, T,
+                window, scale, scale_log2, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
+                D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FUSE_DQ: tl.constexpr,
+                MASK_EVERY_TILE: tl.constexpr = False):
+    """dK and dV for one block of keys and one KV head. FUSE_DQ also adds each tile's dS K
+    into an fp32 dQ accumulator (relaxed atomics; zeroed by _delta, scaled by _dq_finish):
+    5 matrix products per tile pair instead of the split pair's 7."""
     start_n = tl.program_id(0) * BLOCK_N
     kv_head = tl.program_id(1)
     cols = start_n + tl.arange(0, BLOCK_N)
@@ -133,10 +140,16 @@ def _dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_
                 p_t = tl.where(visible, p_t, 0.0)
             dv += tl.dot(p_t.to(tl.bfloat16), do)
             dp_t = tl.dot(v, tl.trans(do))
-            ds_t = p_t * (dp_t - delta[None, :])
-            dk += tl.dot(ds_t.to(tl.bfloat16), q)
+            ds_t = (p_t * (dp_t - delta[None, :])).to(tl.bfloat16)
+            dk += tl.dot(ds_t, q)
+            if FUSE_DQ:  # relaxed: the partial sums need no order among themselves, only the kernel's end
+                tl.atomic_add(dq_acc_ptr + q_offsets, tl.dot(tl.trans(ds_t), k), mask=row_ok[:, None], sem="relaxed")
     tl.store(dk_ptr + kv_offsets, (dk * scale).to(tl.bfloat16), mask=col_ok[:, None])
     tl.store(dv_ptr + kv_offsets, dv.to(tl.bfloat16), mask=col_ok[:, None])
+
+
+_dkdv = triton.autotune(configs=_configs(_DKDV_SMALL + _DKDV_LARGE), key=["D", "GROUP"],
+                        prune_configs_by=_by_head_dim(_DKDV_SMALL, _DKDV_LARGE))(_dkdv_tiles)
 
 
 @triton.autotune(configs=_configs(_DQ_SMALL + _DQ_LARGE), key=["D", "GROUP"],
@@ -180,19 +193,54 @@ def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_
     tl.store(dq_ptr + q_offsets, (dq * scale).to(tl.bfloat16), mask=row_ok[:, None])
 
 
+# The fused kernel's candidates: its dQ partial, [BLOCK_M, D] fp32, lives beside the dK and dV
+# accumulators, so at D = 256 it wants the smaller query tiles.
+_FUSED_SMALL = [(64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2), (32, 128, 8, 2)]
+_FUSED_LARGE = [(32, 64, 8, 1), (32, 64, 8, 2), (64, 64, 8, 1), (16, 64, 4, 1)]
+
+
+_dkdv_dq = triton.autotune(configs=_configs(_FUSED_SMALL + _FUSED_LARGE), key=["D", "GROUP"],
+                           prune_configs_by=_by_head_dim(_FUSED_SMALL, _FUSED_LARGE),
+                           reset_to_zero=["dq_acc_ptr"])(_dkdv_tiles)
+
+
+@triton.jit
+def _dq_finish(dq_acc_ptr, dq_ptr, N, scale, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offsets < N
+    tl.store(dq_ptr + offsets, (tl.load(dq_acc_ptr + offsets, mask=inside) * scale).to(tl.bfloat16), mask=inside)
+
+
+# Whether dQ is accumulated inside the dK/dV kernel (_dkdv_dq) or computed by its own kernel
+# (_dq), per head-dim class ("small": D <= 128). Its own kernel, at both: on the H200 (run 44,
+# tools/probes/attention_tiles.py, each path at its best config) the fused path was 1.19-1.30x
+# slower than the split pair at every timed size; the atomics cost more than the two
+# recomputed products save. Kept so that the probe can measure it again on another GPU.
+FUSED_DQ = {"small": False, "large": False}
+
+
 def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     t, hq, d = q.shape
     hkv = k.shape[1]
     documents = cu_seqlens.numel() - 1
+    fused = FUSED_DQ["small" if d <= 128 else "large"]
     tables = torch.empty(3, t, dtype=torch.int32, device=q.device)  # document id, start, end per token
     _document_tables[(documents,)](cu_seqlens, tables[0], tables[1], tables[2], BLOCK=1024)
     delta = torch.empty(hq, t, dtype=torch.float32, device=q.device)
-    _delta[(triton.cdiv(t, 64), hq)](o, do, delta, t, HQ=hq, D=d, BLOCK=64)
+    dq_acc = torch.empty(q.shape, dtype=torch.float32, device=q.device) if fused else delta
+    _delta[(triton.cdiv(t, 64), hq)](o, do, delta, dq_acc, t, HQ=hq, D=d, BLOCK=64, ZERO_DQ=fused)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     scale = float(softmax_scale)
     common = dict(HQ=hq, HKV=hkv, GROUP=hq // hkv, D=d)
+    if fused:
+        _dkdv_dq[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](
+            q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, dq_acc, t, window, scale, scale * LOG2E,
+            FUSE_DQ=True, **common)
+        _dq_finish[(triton.cdiv(dq.numel(), 4096),)](dq_acc, dq, dq.numel(), scale, BLOCK=4096)
+        return dq, dk, dv
     _dkdv[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](
-        q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, t, window, scale, scale * LOG2E, **common)
+        q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, delta, t, window, scale, scale * LOG2E,
+        FUSE_DQ=False, **common)
     _dq[lambda meta: (triton.cdiv(t, meta["BLOCK_M"]), hq)](
         q, k, v, do, lse, delta, tables[0], tables[1], dq, t, window, scale, scale * LOG2E, **common)
     return dq, dk, dv

@@ -1,15 +1,19 @@
 """Probe (H200): which tile shape, warp count and pipeline depth suit each kernel of the
-attention solution, per timed size, and what skipping the mask on interior tiles saves.
+attention solution, per timed size, what skipping the mask on interior tiles saves, and
+whether dQ is faster fused into the dK/dV kernel or by its own kernel.
 
   python3 tools/probes/attention_tiles.py [--sealed sealed_fixtures] [--only public-0,...] [--reps 5]
+                                          [--kernels dkdv,dq,fused]
 
-For every timed size it times the solution's dK/dV and dQ kernels alone (L2 flushed, CUDA
-events, median of --reps on one set of inputs) under every candidate config, compiled first
-in a pool of processes so that compilation does not dominate the probe. It also times the
-solution as shipped (its autotuner's pick) and the cuDNN expert, and prints, per size:
-the best config of each kernel, the interior-tile saving at that config, and the speedup
-against cuDNN the best pair would give. The solution's autotune lists are chosen from this.
-A probe, not a grade: no sandbox, one input set per size.
+For every timed size it times the solution's kernels alone (L2 flushed, CUDA events, median
+of --reps on one set of inputs) under every candidate config, compiled first in a pool of
+processes so that compilation does not dominate the probe: the dK/dV and dQ kernels of the
+split path, and the fused path (dQ accumulator zeroed, _dkdv_dq, the fp32-to-bf16 finish:
+everything the fused path adds). It also times the solution as shipped (its autotuner's
+pick) and the cuDNN expert, and prints, per size: the best config of each kernel, the
+interior-tile saving at that config, and the speedup against cuDNN the best split pair and
+the best fused path would give. The solution's autotune lists and FUSED_DQ are chosen from
+this. A probe, not a grade: no sandbox, one input set per size.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ BLOCKS = {  # (BLOCK_M, BLOCK_N) candidates per kernel and head-dim class
     ("dkdv", "large"): [(16, 64), (32, 64), (32, 32), (16, 128), (64, 64), (32, 128)],
     ("dq", "small"): [(128, 32), (128, 64), (64, 64), (64, 32), (128, 128), (64, 128)],
     ("dq", "large"): [(64, 16), (64, 32), (32, 32), (128, 16), (64, 64), (128, 32)],
+    ("fused", "small"): [(64, 64), (32, 64), (64, 128), (32, 128), (128, 64), (16, 64)],
+    ("fused", "large"): [(32, 64), (16, 64), (64, 64), (32, 32), (16, 128), (32, 128)],
 }
 WARPS, STAGES = (4, 8), {"small": (2, 3), "large": (1, 2)}
 
@@ -68,8 +74,9 @@ class Call:
         self.tables = torch.empty(3, t, dtype=torch.int32, device="cuda")
         sol._document_tables[(cu.numel() - 1,)](cu, self.tables[0], self.tables[1], self.tables[2], BLOCK=1024)
         self.delta = torch.empty(hq, t, dtype=torch.float32, device="cuda")
-        sol._delta[(triton.cdiv(t, 64), hq)](o, do, self.delta, t, HQ=hq, D=d, BLOCK=64)
+        sol._delta[(triton.cdiv(t, 64), hq)](o, do, self.delta, self.delta, t, HQ=hq, D=d, BLOCK=64, ZERO_DQ=False)
         self.dq, self.dk, self.dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        self.dq_acc = torch.zeros(q.shape, dtype=torch.float32, device="cuda")
         self.common = dict(HQ=hq, HKV=self.hkv, GROUP=hq // self.hkv, D=d)
 
     def launch(self, kernel: str, config: dict, every_tile: bool = False, warmup: bool = False):
@@ -77,17 +84,28 @@ class Call:
         scale = float(scale)
         kw = dict(self.common, MASK_EVERY_TILE=every_tile, **config)
         if kernel == "dkdv":
-            fn, grid = self.sol._dkdv.fn, (triton.cdiv(self.t, config["BLOCK_N"]), self.hkv)
-            args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[2], self.dk, self.dv, self.t, window,
-                    scale, scale * self.sol.LOG2E)
-        else:
+            fn, grid = self.sol._dkdv_tiles, (triton.cdiv(self.t, config["BLOCK_N"]), self.hkv)
+            args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[2], self.dk, self.dv, self.delta,
+                    self.t, window, scale, scale * self.sol.LOG2E)
+            kw["FUSE_DQ"] = False
+        elif kernel == "dq":
             fn, grid = self.sol._dq.fn, (triton.cdiv(self.t, config["BLOCK_M"]), self.hq)
             args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[1], self.dq, self.t, window,
                     scale, scale * self.sol.LOG2E)
+        else:
+            fn, grid = self.sol._dkdv_tiles, (triton.cdiv(self.t, config["BLOCK_N"]), self.hkv)
+            args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[2], self.dk, self.dv, self.dq_acc,
+                    self.t, window, scale, scale * self.sol.LOG2E)
+            kw["FUSE_DQ"] = True
         if warmup:
             fn.warmup(*args, grid=grid, **kw)
-        else:
-            fn[grid](*args, **kw)
+            return
+        if kernel == "fused":
+            self.dq_acc.zero_()
+        fn[grid](*args, **kw)
+        if kernel == "fused":
+            n = self.dq.numel()
+            self.sol._dq_finish[(triton.cdiv(n, 4096),)](self.dq_acc, self.dq, n, scale, BLOCK=4096)
 
 
 def _compile(task) -> str | None:
@@ -121,13 +139,15 @@ def main() -> int:
     parser.add_argument("--only")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--workers", type=int, default=12)
+    parser.add_argument("--kernels", default="dkdv,dq,fused")
     args = parser.parse_args()
+    kernels = args.kernels.split(",")
     sizes = [(f"public-{i}", d) for i, d in enumerate(ENV.public_sizes)]
     if args.sealed:
         sizes += [(f"hidden-{i}", d) for i, d in enumerate(load_hidden_sizes(args.sealed, ENV, "cuda"))]
     if args.only:
         sizes = [s for s in sizes if s[0] in args.only.split(",")]
-    tasks = [(dims, kernel, config, False) for _, dims in sizes for kernel in ("dkdv", "dq")
+    tasks = [(dims, kernel, config, False) for _, dims in sizes for kernel in kernels
              for config in candidates(kernel, dims["D"])]
     t0 = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
@@ -142,9 +162,9 @@ def main() -> int:
         call = Call(sol, dims, seed=1)
         cudnn_ms = timed(lambda: cudnn.kernel(*call.args), args.reps, flush)
         shipped_ms = timed(lambda: sol.kernel(*call.args), args.reps, flush)
-        picked = {name: str(getattr(getattr(sol, f"_{name}"), "best_config", "?")) for name in ("dkdv", "dq")}
+        picked = {name: str(getattr(getattr(sol, f"_{name}"), "best_config", "?")) for name in ("dkdv", "dq", "dkdv_dq")}
         best = {}
-        for kernel in ("dkdv", "dq"):
+        for kernel in kernels:
             results = []
             for config in candidates(kernel, dims["D"]):
                 if failures[str(dims), kernel, str(config)]:
@@ -156,22 +176,30 @@ def main() -> int:
                     continue
                 results.append((ms, config))
                 print(f"{label} {kernel} {config} {ms:.3f} ms", flush=True)
+            if not results:
+                continue
             ms, config = min(results, key=lambda r: r[0])
             every_ms = timed(lambda: call.launch(kernel, config, every_tile=True), args.reps, flush)
             best[kernel] = (ms, config, every_ms)
         rows.append((label, dims, cudnn_ms, shipped_ms, picked, best))
         del call
         torch.cuda.empty_cache()
-    print("\nsize      D   Hq/Hkv  W     cuDNN ms  shipped ms  (x)    best dkdv ms [M N w s] mask-all ms"
-          "   best dq ms [M N w s] mask-all ms   best pair x cuDNN")
+    print("\nPer kernel: best ms [BLOCK_M BLOCK_N warps stages], then ms with every tile masked. "
+          "split = best dkdv + best dq; fused = zero + best _dkdv_dq + finish.")
+    print(f"{'size':<9} {'D':<3} {'Hq/Hkv':<6} {'W':<5} {'cuDNN ms':>8} {'shipped':>8} {'(x)':>5}   "
+          + "   ".join(f"{k:<32}" for k in kernels) + "   split x   fused x")
     for label, dims, cudnn_ms, shipped_ms, picked, best in rows:
         cells = []
-        for kernel in ("dkdv", "dq"):
+        for kernel in kernels:
+            if kernel not in best:
+                cells.append(f"{'none compiled':<32}")
+                continue
             ms, c, every = best[kernel]
-            cells.append(f"{ms:8.3f} [{c['BLOCK_M']} {c['BLOCK_N']} {c['num_warps']} {c['num_stages']}] {every:8.3f}")
-        pair = best["dkdv"][0] + best["dq"][0]
-        print(f"{label:<9} {dims['D']:<3} {dims['Hq']:>2}/{dims['Hkv']:<4} {dims['W']:<5} {cudnn_ms:8.3f} "
-              f"{shipped_ms:10.3f} {cudnn_ms / shipped_ms:5.3f}   " + "   ".join(cells) + f"   {cudnn_ms / pair:6.3f}")
+            cells.append(f"{ms:8.3f} [{c['BLOCK_M']} {c['BLOCK_N']} {c['num_warps']} {c['num_stages']}] {every:8.3f}".ljust(32))
+        split = f"{cudnn_ms / (best['dkdv'][0] + best['dq'][0]):7.3f}" if {"dkdv", "dq"} <= best.keys() else "      -"
+        fused = f"{cudnn_ms / best['fused'][0]:7.3f}" if "fused" in best else "      -"
+        print(f"{label:<9} {dims['D']:<3} {dims['Hq']:>2}/{dims['Hkv']:<3} {dims['W']:<5} {cudnn_ms:8.3f} "
+              f"{shipped_ms:8.3f} {cudnn_ms / shipped_ms:5.3f}   " + "   ".join(cells) + f"   {split}   {fused}")
     print("autotuner's picks as shipped: " + "; ".join(f"{r[0]} {r[4]}" for r in rows))
     return 0
 
