@@ -68,7 +68,9 @@ from pytest_nodus.correctness import poison_
 # overhead) was not always enough: on the slower host of H200 run 46, cuDNN's 0.35 ms call at
 # attention hidden-1 read 0.35-0.94 ms, its launches landing after the GPU had reached them,
 # and the expert graded as a submission fell to -0.079 (runs 40 and 43: +0.042, -0.003).
-# The spin is before the window opens: it costs wall time only, ~3 ms per timed call more.
+# Run 47 alternated the two in one session: at its three shortest sizes the expert as a
+# submission read 0.913-1.077x per rerun with 1 ms, 0.994-0.998x with 4 ms. The spin is
+# before the window opens: it costs wall time only, ~3 ms per timed call more.
 SPIN_CYCLES = 8_000_000
 FLAG_BYTES = 1024  # the arena's last bytes hold the flag word and the output words; nothing else goes there
 OUTPUT_WORDS_AT = 64  # byte offset, in those last bytes, of one int64 per output: where it starts in the arena
