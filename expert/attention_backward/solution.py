@@ -43,8 +43,7 @@ def _document_tables(cu_ptr, doc_ptr, start_ptr, end_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _delta(o_ptr, do_ptr, delta_ptr, dq_acc_ptr, T, HQ: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
-           ZERO_DQ: tl.constexpr):
+def _delta(o_ptr, do_ptr, delta_ptr, T, HQ: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr):
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     head = tl.program_id(1)
     inside = rows < T
@@ -52,8 +51,6 @@ def _delta(o_ptr, do_ptr, delta_ptr, dq_acc_ptr, T, HQ: tl.constexpr, D: tl.cons
     o = tl.load(o_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
     do = tl.load(do_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
     tl.store(delta_ptr + head * T + rows, tl.sum(o * do, axis=1), mask=inside)
-    if ZERO_DQ:  # the fused kernel's dQ accumulator has the layout of O: zero it on the same pass
-        tl.store(dq_acc_ptr + offsets, tl.zeros([BLOCK, D], tl.float32), mask=inside[:, None])
 
 
 @triton.jit
@@ -104,7 +101,7 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_pt
                 D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FUSE_DQ: tl.constexpr,
                 MASK_EVERY_TILE: tl.constexpr = False):
     """dK and dV for one block of keys and one KV head. FUSE_DQ also adds each tile's dS K
-    into an fp32 dQ accumulator (relaxed atomics; zeroed by _delta, scaled by _dq_finish):
+    into a zeroed fp32 dQ accumulator (relaxed atomics; scaled to bf16 by _dq_finish):
     5 matrix products per tile pair instead of the split pair's 7."""
     start_n = tl.program_id(0) * BLOCK_N
     kv_head = tl.program_id(1)
@@ -227,12 +224,12 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     tables = torch.empty(3, t, dtype=torch.int32, device=q.device)  # document id, start, end per token
     _document_tables[(documents,)](cu_seqlens, tables[0], tables[1], tables[2], BLOCK=1024)
     delta = torch.empty(hq, t, dtype=torch.float32, device=q.device)
-    dq_acc = torch.empty(q.shape, dtype=torch.float32, device=q.device) if fused else delta
-    _delta[(triton.cdiv(t, 64), hq)](o, do, delta, dq_acc, t, HQ=hq, D=d, BLOCK=64, ZERO_DQ=fused)
+    _delta[(triton.cdiv(t, 64), hq)](o, do, delta, t, HQ=hq, D=d, BLOCK=64)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     scale = float(softmax_scale)
     common = dict(HQ=hq, HKV=hkv, GROUP=hq // hkv, D=d)
     if fused:
+        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         _dkdv_dq[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](
             q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, dq_acc, t, window, scale, scale * LOG2E,
             FUSE_DQ=True, **common)

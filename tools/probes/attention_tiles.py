@@ -74,7 +74,7 @@ class Call:
         self.tables = torch.empty(3, t, dtype=torch.int32, device="cuda")
         sol._document_tables[(cu.numel() - 1,)](cu, self.tables[0], self.tables[1], self.tables[2], BLOCK=1024)
         self.delta = torch.empty(hq, t, dtype=torch.float32, device="cuda")
-        sol._delta[(triton.cdiv(t, 64), hq)](o, do, self.delta, self.delta, t, HQ=hq, D=d, BLOCK=64, ZERO_DQ=False)
+        sol._delta[(triton.cdiv(t, 64), hq)](o, do, self.delta, t, HQ=hq, D=d, BLOCK=64)
         self.dq, self.dk, self.dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         self.dq_acc = torch.zeros(q.shape, dtype=torch.float32, device="cuda")
         self.common = dict(HQ=hq, HKV=self.hkv, GROUP=hq // self.hkv, D=d)
