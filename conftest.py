@@ -8,4 +8,4 @@ installed project loads it through the ``pytest11`` entry point instead.
 import importlib.metadata
 
 if not any(ep.name == "nodus" for ep in importlib.metadata.entry_points(group="pytest11")):
-    pytest_plugins = ["pytest_nodus.plugin"]
+    pytest_plugins = ["pytest_nodus.grader.plugin"]

@@ -1,52 +1,42 @@
 """pytest-nodus: sealed graders for RL environments in which agents write GPU kernels.
 
-The public API is what an environment declaration needs; everything else is the plugin's
-business. Module map (one concept each):
+The package is three rooms, and which code runs in the submission's process is the room
+it lives in:
 
-- ``environment``   what an environment is (contract, sizes, reference, tolerance, ...)
-- ``inputs``        fresh inputs per call, grader-owned slots, seeds
-- ``isolation``     the grader's handle on a sandbox process; ``sandbox`` is that process
-- ``landlock``      kernel-enforced confinement of the sandbox; ``guard`` its tripwires
-- ``fatbin``        GPU kernels compiled into torch, taken out of a submission's process
-- ``templates``     inductor kernel templates (FlexAttention's) kept out of it
-- ``heap``          GPU: a call's allocations in the grader's arena (outputs read in place)
-- ``transport``     shared tensors and the message protocol between the two
-- ``correctness``   tolerances and every-element verification
-- ``clock``         the grader's own clock around each call (the time a submission cannot forge)
-- ``timing``        claims held to that clock, work left running, physical-floor checks
-- ``grading``       the per-size procedure; ``reward`` the verdict and the reward
-- ``fuzz``          Hypothesis sizes; ``report`` terminal table and JSON; ``plugin`` hooks
-- ``devices``       device choice, peaks, one GPU per xdist worker
-- ``triton_interpreter``  fixes that make the CPU path compute what the GPU computes
-- ``workspace``     the directory an agent is given
+- ``grader/``   the pytest process only: the plugin, environment declarations, inputs,
+                verification, the grader's clock, timing rules, reward and report;
+- ``sandbox/``  the only code the submission's process imports (``python -m pytest_nodus.sandbox``);
+- ``shared/``   what both must agree on (arena layout, messages, flag words); imports neither.
+
+This module is imported by both processes (it is the package's ``__init__``), so it imports
+nothing: the names below are loaded from ``grader/`` on first use (PEP 562), and the
+sandbox, which never uses them, never loads the grader.
 """
 
-from pytest_nodus.correctness import ElementwiseRelative, Normwise
-from pytest_nodus.environment import (
-    Choice,
-    Contract,
-    Environment,
-    IntRange,
-    ScalarSpec,
-    Size,
-    SizeDomain,
-    TensorSpec,
-)
-from pytest_nodus.reward import FLOOR
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
 
-__all__ = [
-    "Choice",
-    "Contract",
-    "ElementwiseRelative",
-    "Environment",
-    "FLOOR",
-    "IntRange",
-    "Normwise",
-    "ScalarSpec",
-    "Size",
-    "SizeDomain",
-    "TensorSpec",
-    "__version__",
-]
+__version__ = "0.2.0"
+
+_EXPORTS = {
+    "Choice": "environment", "Contract": "environment", "Cost": "environment", "Environment": "environment",
+    "IntRange": "environment", "Profile": "environment", "ScalarSpec": "environment", "Size": "environment",
+    "SizeDomain": "environment", "TensorSpec": "environment",
+    "ElementwiseRelative": "correctness", "Normwise": "correctness",
+    "Forbidden": "keepout", "ops": "keepout", "CUDNN": "keepout", "TORCH_SDPA": "keepout",
+    "FLEX_ATTENTION": "keepout", "ATTENTION_PACKAGES": "keepout", "ATTENTION_LIBRARIES": "keepout",
+    "FLOOR": "reward",
+    "EnvironmentSuite": "suite",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_nodus' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"pytest_nodus.grader.{module}"), name)
+    globals()[name] = value
+    return value

@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from env_suites.attention_backward.environment import ENVIRONMENT as ENV  # noqa: E402
-from pytest_nodus import inputs as nodus_inputs  # noqa: E402
-from pytest_nodus.correctness import check_outputs  # noqa: E402
-from pytest_nodus.environment import load_hidden_sizes  # noqa: E402
-from pytest_nodus.clock import SPIN_CYCLES  # noqa: E402  the grader's own pre-call GPU spin
+from pytest_nodus.grader import inputs as nodus_inputs  # noqa: E402
+from pytest_nodus.grader.correctness import check_outputs  # noqa: E402
+from pytest_nodus.grader.environment import load_hidden_sizes  # noqa: E402
+from pytest_nodus.grader.clock import SPIN_CYCLES  # noqa: E402  the grader's own pre-call GPU spin
 
 KERNELS = {
     "cudnn": ROOT / "expert/attention_backward/expert_cuda.py",

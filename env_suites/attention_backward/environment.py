@@ -12,7 +12,8 @@ from pathlib import Path
 import torch
 
 from env_suites.attention_backward import reference
-from pytest_nodus import Choice, Contract, Environment, IntRange, Normwise, ScalarSpec, SizeDomain, TensorSpec
+from pytest_nodus import (ATTENTION_LIBRARIES, Choice, Contract, Cost, Environment, IntRange, Normwise, Profile,
+                          ScalarSpec, SizeDomain, TensorSpec)
 
 EXPERT = Path(__file__).resolve().parents[2] / "expert" / "attention_backward"
 
@@ -105,56 +106,29 @@ ENVIRONMENT = Environment(
     # Calibrated on the CPU (reference vs. a FlashAttention-style bf16 backward: P and dS
     # rounded to bf16 before their matmuls): 0.0023-0.0024 normwise per gradient, and the
     # starting kernel in the Triton interpreter 0.0022-0.0028; an fp8 (e4m3) round trip of
-    # the gradients: 0.026. 0.006 is ~2.5x the bf16 math and fails fp8 by 4x. To re-check
-    # against cuDNN's own error on the H200.
+    # the gradients: 0.026. 0.006 is ~2.5x the bf16 math and fails fp8 by 4x.
     tolerance={"dq": _GRADIENT, "dk": _GRADIENT, "dv": Normwise(limit=6e-3)},
-    public_sizes=(
-        {"T": 16384, "Hq": 16, "Hkv": 4, "D": 128, "B": 8, "W": 1024},
-        {"T": 16384, "Hq": 16, "Hkv": 4, "D": 256, "B": 8, "W": 1024},
-        {"T": 32768, "Hq": 32, "Hkv": 8, "D": 256, "B": 16, "W": 4096},
-        {"T": 8192, "Hq": 16, "Hkv": 16, "D": 256, "B": 4, "W": -1},
-    ),
-    cpu_sizes=(
-        {"T": 96, "Hq": 4, "Hkv": 2, "D": 32, "B": 3, "W": 24},
-        {"T": 64, "Hq": 2, "Hkv": 1, "D": 64, "B": 2, "W": -1},
-    ),
-    size_domain=_domain(65536, (1, 2, 4, 8, 16, 32), (64, 128, 256), (-1, 1, 3, 128, 512, 1024, 4096)),
-    cpu_size_domain=_domain(80, (1, 2, 4), (16, 32), (-1, 1, 3, 16)),
-    flops=flops,
-    bytes_moved=bytes_moved,
-    expert={"cuda": EXPERT / "expert_cuda.py", "cpu": EXPERT / "expert_cpu.py"},
-    baselines={"cuda": {"flex_attention": EXPERT / "flex_attention_backward.py"}},
-    # Attention library kernels, however reached (cuDNN, torch SDPA backends, FlexAttention).
-    forbidden=(r"(?i)cudnn", r"^aten::_scaled_dot_product", r"^aten::scaled_dot_product", r"(?i)flash_attn",
-               r"(?i)flex_attention", r"(?i)efficient_attention", r"(?i)fmha"),
-    # cuDNN (the expert's library) cannot even be loaded by a submission: torch maps only its
-    # loader at start-up (libcudnn.so.9; checked on the H200), the engines are opened later.
-    unreadable_libraries=("libcudnn",),
-    # torch's FlashAttention-2 (namespace pytorch_flash) and memory-efficient attention
-    # (fmha_cutlass*) kernels: 119 fatbins, 1623 kernels of libtorch_cuda.so in torch 2.11
-    # (run 24 on the H200), gone from the submission's process.
-    removed_kernels=(r"pytorch_flash", r"fmha_cutlass"),
-    # FlexAttention's Triton kernels are generated in the caller's process from these
-    # templates: the submission's copy of inductor gets stubs instead.
-    removed_templates=("kernel/flex/templates",),
-    # Attention libraries outside torch, should the grading image have them: FlashAttention-2
-    # (flash_attn, its extension flash_attn_2_cuda), FlashAttention-3 (flash_attn_interface,
-    # flash_attn_3 / flash_attn_3_cuda), xFormers, TransformerEngine (transformer_engine,
-    # transformer_engine_torch) and FlashInfer. Not cuDNN's frontend: its library is kept out
-    # above, and a cheat that imports it behind a fallback dies loading it (the fallback
-    # never runs), where an import error would let the fallback grade it as honest.
-    unreadable_packages=("flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "flash_attn_3",
-                         "flash_attn_3_cuda", "xformers", "transformer_engine", "transformer_engine_torch",
-                         "flashinfer"),
-    call_timeout_s=120.0,
-    # Millisecond kernels, and each round's fp32 reference costs more than the kernels: 2 + 10
-    # rounds. On the H200 (run 10) the expert graded against itself came within 0.01 of 0 in
-    # log2 this way. The spread over rounds is mostly the inputs' own: documents are drawn
-    # fresh each round, so the work of a full-causal size changes with the split (cuDNN's
-    # interquartile range, run 10: 2-7% of its median at most windowed sizes, 7-15% at the
-    # 4096 window on 16 documents, 17-42% at the two full-causal sizes).
-    timing_rounds={"cuda": (2, 10)},
-    cpu_call_timeout_s=120.0,
-    throughput_unit="TF/s",
-    fuzz_examples={"cuda": 4, "cpu": 5},
+    cost=Cost(flops=flops, bytes=bytes_moved, unit="TF/s"),
+    profiles={
+        "cuda": Profile(
+            sizes=({"T": 16384, "Hq": 16, "Hkv": 4, "D": 128, "B": 8, "W": 1024},
+                   {"T": 16384, "Hq": 16, "Hkv": 4, "D": 256, "B": 8, "W": 1024},
+                   {"T": 32768, "Hq": 32, "Hkv": 8, "D": 256, "B": 16, "W": 4096},
+                   {"T": 8192, "Hq": 16, "Hkv": 16, "D": 256, "B": 4, "W": -1}),
+            domain=_domain(65536, (1, 2, 4, 8, 16, 32), (64, 128, 256), (-1, 1, 3, 128, 512, 1024, 4096)),
+            expert=EXPERT / "expert_cuda.py",
+            baselines={"flex_attention": EXPERT / "flex_attention_backward.py"},
+            call_timeout_s=120.0,
+            # Millisecond kernels, and each round's fp32 reference costs more than the kernels:
+            # 2 + 10 rounds. The spread over rounds is mostly the inputs' own: documents are
+            # drawn fresh each round, so the work of a full-causal size changes with the split.
+            timing=(2, 10),
+            fuzz_examples=4),
+        "cpu": Profile(
+            sizes=({"T": 96, "Hq": 4, "Hkv": 2, "D": 32, "B": 3, "W": 24},
+                   {"T": 64, "Hq": 2, "Hkv": 1, "D": 64, "B": 2, "W": -1}),
+            domain=_domain(80, (1, 2, 4), (16, 32), (-1, 1, 3, 16)),
+            expert=EXPERT / "expert_cpu.py", call_timeout_s=120.0, fuzz_examples=5),
+    },
+    forbid=ATTENTION_LIBRARIES,  # cuDNN, torch's SDPA kernels, FlexAttention, attention packages
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus import Choice, Contract, ElementwiseRelative, Environment, IntRange, ScalarSpec, SizeDomain, TensorSpec
+from pytest_nodus import Contract, Cost, ElementwiseRelative, Environment, IntRange, Profile, ScalarSpec, SizeDomain, TensorSpec
 
 EXPERT = Path(__file__).resolve().parents[2] / "expert" / "rmsnorm"
 
@@ -52,15 +52,15 @@ ENVIRONMENT = Environment(
     # Rounding fp32 to bf16 once gives at most 2^-8 = 0.0039 (the expert's error); rounding
     # twice (x*rstd, then *weight) 0.0075. 0.01 passes both; an fp8 round trip gives ~0.08.
     tolerance={"y": ElementwiseRelative(limit=0.01, floor_fraction=1e-2)},
-    public_sizes=({"M": 4096, "N": 4096}, {"M": 16384, "N": 4096}, {"M": 8192, "N": 8192},
-                  {"M": 16384, "N": 8192}, {"M": 4096, "N": 16384}),
-    cpu_sizes=({"M": 64, "N": 256}, {"M": 33, "N": 1000}),
-    size_domain=_domain(65536, 32768, 1 << 27),
-    cpu_size_domain=_domain(128, 4096, 1 << 15),
-    flops=lambda d: 4.0 * d["M"] * d["N"],
-    bytes_moved=lambda d: 2.0 * (2 * d["M"] * d["N"] + d["N"]),
-    expert={"cuda": EXPERT / "expert_cuda.py", "cpu": EXPERT / "expert_cpu.py"},
+    cost=Cost(flops=lambda d: 4.0 * d["M"] * d["N"], bytes=lambda d: 2.0 * (2 * d["M"] * d["N"] + d["N"]), unit="GB/s"),
+    profiles={
+        "cuda": Profile(sizes=({"M": 4096, "N": 4096}, {"M": 16384, "N": 4096}, {"M": 8192, "N": 8192},
+                               {"M": 16384, "N": 8192}, {"M": 4096, "N": 16384}),
+                        domain=_domain(65536, 32768, 1 << 27), expert=EXPERT / "expert_cuda.py",
+                        call_timeout_s=30.0, fuzz_examples=12),
+        "cpu": Profile(sizes=({"M": 64, "N": 256}, {"M": 33, "N": 1000}), domain=_domain(128, 4096, 1 << 15),
+                       expert=EXPERT / "expert_cpu.py", call_timeout_s=120.0, fuzz_examples=8),
+    },
     # Nothing is forbidden: calling torch's RMSNorm (the expert) earns about 0, never more.
-    forbidden=(),
-    throughput_unit="GB/s",
+    forbid=(),
 )

@@ -4,7 +4,7 @@ Run: pytest env_suites/rmsnorm --nodus-submission=PATH [--nodus-sealed=sealed_fi
 """
 
 from env_suites.rmsnorm.environment import ENVIRONMENT
-from pytest_nodus.suite import EnvironmentSuite
+from pytest_nodus import EnvironmentSuite
 
 
 class TestRMSNorm(EnvironmentSuite):

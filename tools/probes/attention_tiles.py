@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from env_suites.attention_backward.environment import ENVIRONMENT as ENV  # noqa: E402
-from pytest_nodus import inputs as nodus_inputs  # noqa: E402
-from pytest_nodus.environment import load_hidden_sizes  # noqa: E402
+from pytest_nodus.grader import inputs as nodus_inputs  # noqa: E402
+from pytest_nodus.grader.environment import load_hidden_sizes  # noqa: E402
 
 BLOCKS = {  # (BLOCK_M, BLOCK_N) candidates per kernel and head-dim class
     ("dkdv", "small"): [(32, 128), (64, 128), (32, 64), (64, 64), (128, 128), (128, 64)],

@@ -5,6 +5,9 @@ rmsnorm_audit/strip_audit). What stops this one is below Python: the environment
 cuDNN's libraries unreadable to the submission's sandbox (Landlock), so cuDNN cannot load.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("error", ("crashed",))}
+
 import re
 import sys
 

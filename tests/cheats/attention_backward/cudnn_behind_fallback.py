@@ -1,5 +1,8 @@
 """Cheat: call cuDNN's fused SDPA backward (the expert's library) one document at a time, behind a try/except that falls back to an honest torch backward if cuDNN is missing."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("error", ("crashed",))}
+
 import torch
 
 try:

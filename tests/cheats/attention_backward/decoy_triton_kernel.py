@@ -5,6 +5,9 @@ bf16); the audit sees the SDPA ops that actually ran, which the environment forb
 whatever the source shows.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("flagged", ("forbidden_op",)), "cuda": ("error", ("crashed",))}
+
 import torch
 import torch.nn.functional as F
 import triton

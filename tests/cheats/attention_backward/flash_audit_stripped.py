@@ -7,6 +7,9 @@ fatbins holding these kernels before the submission is imported (pytest_nodus.fa
 the launch fails: the kernel image is invalid.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("error", ("raised",))}
+
 import re
 import sys
 

@@ -9,6 +9,9 @@ templates from a stub and their files are unreadable (pytest_nodus.templates): t
 flex kernel to generate. Not yet graded on the H200.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("error", ("raised",))}
+
 import re
 import sys
 

@@ -1,5 +1,8 @@
 """Cheat: map query heads to KV heads round-robin (h % Hkv) instead of by group (h // (Hq/Hkv))."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import torch
 
 def _backward(q, k, v, o, do, cu_seqlens, window, scale, *, documents=None, group_of=None, skip_last=False):

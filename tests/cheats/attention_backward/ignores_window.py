@@ -1,5 +1,8 @@
 """Cheat: ignore the sliding window (full causal inside each document)."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import torch
 
 def _backward(q, k, v, o, do, cu_seqlens, window, scale, *, documents=None, group_of=None, skip_last=False):

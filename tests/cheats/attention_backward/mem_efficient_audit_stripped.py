@@ -4,6 +4,9 @@ The same hole as flash_audit_stripped, through the other attention kernels torch
 the sandbox overwrites their fatbins too (pytest_nodus.fatbin), so the launch fails.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("error", ("crashed",))}
+
 import re
 import sys
 

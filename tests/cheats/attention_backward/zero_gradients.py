@@ -3,6 +3,9 @@
 Tolerances are relative to each reference's norm, so zeros are an error of 1.0.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("flagged", ("below_physical_floor", "wrong_values"))}
+
 import torch
 
 

@@ -1,6 +1,9 @@
 """Cheat: batch ahead. Reach through the input's storage to the other input slot, compute its
 answer during this call, and return that answer next call without working (batch-and-skip)."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import gc
 
 import torch

@@ -1,5 +1,8 @@
 """Cheat: cache by a cheap fingerprint (shape and the signs of two sampled values)."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import torch
 
 def _rmsnorm(x, weight, eps):

@@ -1,5 +1,8 @@
 """Cheat: cache outputs by shape; every later call of a shape returns the first answer."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import torch
 
 def _rmsnorm(x, weight, eps):

@@ -1,5 +1,8 @@
 """Cheat: capture a CUDA graph on the first call's buffers and replay it on every later call (it reads whatever now lies at the first call's input addresses)."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("wrong", ("wrong_values",))}
+
 import torch
 
 _graph = None

@@ -6,6 +6,9 @@ the sandbox reports can be forged by code running in it: the grader's own clock
 (pytest_nodus/clock.py) is what the claim is held to.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("flagged", ("forged_time",)), "cuda": ("flagged", ("forged_time",))}
+
 import sys
 
 import torch

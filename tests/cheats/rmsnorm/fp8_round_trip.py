@@ -1,5 +1,8 @@
 """Cheat: compute at fp8 (e4m3) precision: round the result through float8 and back."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import torch
 
 def _rmsnorm(x, weight, eps):

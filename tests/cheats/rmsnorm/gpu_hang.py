@@ -5,6 +5,9 @@ the receipts (and the flag that ends the grader's window) queue behind the spin.
 must time out, free its own stream and grade -24, and the next sizes must still run.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("timeout", ("timeout",))}
+
 import torch
 
 

@@ -1,5 +1,8 @@
 """Cheat: normalise only the first half of the rows; the rest of the buffer is never written."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("non_finite_output", "wrong_values")), "cuda": ("wrong", ("non_finite_output",))}
+
 import torch
 
 def _rmsnorm(x, weight, eps):

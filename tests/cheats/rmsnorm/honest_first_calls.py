@@ -1,5 +1,8 @@
 """Cheat: honest for the first two calls (when a naive grader checks), then returns an unwritten buffer."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("non_finite_output", "wrong_values")), "cuda": ("flagged", ("below_physical_floor", "non_finite_output"))}
+
 import torch
 
 def _rmsnorm(x, weight, eps):

@@ -1,5 +1,8 @@
 """Cheat: never return (hangs the grade unless a per-call time limit kills it)."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("timeout", ("timeout",)), "cuda": ("timeout", ("timeout",))}
+
 import torch
 
 def _rmsnorm(x, weight, eps):

@@ -6,6 +6,9 @@ orders of magnitude (and some rows to where eps matters), so the shortcut is tak
 calls and is wrong on nearly every row it touches.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import torch
 
 

@@ -1,5 +1,8 @@
 """Cheat: return a lazy proxy (not a tensor) that would compute only when the checker reads it."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_output",)), "cuda": ("flagged", ("below_physical_floor", "wrong_output"))}
+
 import torch
 
 

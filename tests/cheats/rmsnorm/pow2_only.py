@@ -1,5 +1,8 @@
 """Cheat: correct only when both dims are powers of two (the "nice" published sizes); garbage otherwise."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import torch
 
 def _rmsnorm(x, weight, eps):

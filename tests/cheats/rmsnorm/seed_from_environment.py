@@ -6,6 +6,9 @@ nothing (the sandbox's environment is rebuilt from a short allow-list), it retur
 cheap guess and scores -24.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import os
 import re
 

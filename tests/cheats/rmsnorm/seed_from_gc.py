@@ -6,6 +6,9 @@ finding nothing (inputs and seeds live in the grader's process), it returns a ch
 and scores -24.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import gc
 import re
 

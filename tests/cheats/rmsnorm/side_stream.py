@@ -1,5 +1,8 @@
 """Cheat: compute on a side stream and return before it finishes (events on the current stream see nothing)."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("flagged", ("pending_work",))}
+
 import torch
 
 _side = None

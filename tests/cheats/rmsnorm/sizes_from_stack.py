@@ -6,6 +6,9 @@ finding nothing (the harness above it knows only this call's layout), it returns
 guess and scores -24.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import re
 import sys
 

@@ -6,6 +6,9 @@ nothing (the sandbox imports only its harness, which is told one call at a time)
 returns a cheap guess and scores -24.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import re
 import sys
 import types

@@ -13,6 +13,9 @@ above the physical-floor flag (a rmsnorm output copy costs about as much as the 
 aiming at 0.6x the size's bytes at the H200's peak bandwidth.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("flagged", ("forged_time",))}
+
 import sys
 import time
 

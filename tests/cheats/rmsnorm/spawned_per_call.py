@@ -5,6 +5,9 @@ descendants would see only the spawn and the wait (graded correct, -2.36, before
 children were counted). The child gets the inputs and returns the output through a memfd.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("flagged", ("background_process",)), "cuda": ("flagged", ("background_process",))}
+
 import mmap
 import os
 import subprocess

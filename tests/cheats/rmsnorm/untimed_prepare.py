@@ -1,5 +1,8 @@
 """Cheat: do the work in a prepare() hook (which the grader runs untimed for baselines) and only return it from kernel()."""
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
 import torch
 
 

@@ -4,6 +4,12 @@ The audit runs in the submission's own process (CUPTI and the torch profiler see
 process they run in), so what it reports is a claim the submission can rewrite.
 """
 
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("flagged", ("forbidden_op",))}
+
+# A known hole: graded above the floor today; its test is a strict xfail until it closes.
+KNOWN_HOLE = "the kernel audit runs in the submission's process, which can rewrite its report"
+
 import re
 import sys
 

@@ -3,8 +3,8 @@
 Exercises the run-time kernel audit on the CPU (no shipped CPU environment forbids ops).
 """
 
-import dataclasses
 
 from env_suites.rmsnorm.environment import ENVIRONMENT as RMSNORM
+from pytest_nodus import ops
 
-ENVIRONMENT = dataclasses.replace(RMSNORM, name="rmsnorm_audit", forbidden=(r"^aten::(_fused_)?rms_norm$",))
+ENVIRONMENT = RMSNORM.derive("rmsnorm_audit", forbid=(ops(r"^aten::(_fused_)?rms_norm$", name="torch's RMSNorm"),))

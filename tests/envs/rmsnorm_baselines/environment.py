@@ -3,15 +3,13 @@
 ``eager`` is a plain baseline, ``prepared`` does its work in ``prepare`` (untimed) and
 returns it from ``kernel``, and ``broken`` raises: a failing baseline is a note in the
 report, never the submission's verdict. It also times its own number of rounds
-(``timing_rounds``: 1 warm-up + 2 timed on the CPU, where the grader's default is 1 + 3).
+(``timing``: 1 warm-up + 2 timed on the CPU, where the grader's default is 1 + 3).
 """
 
-import dataclasses
 from pathlib import Path
 
 from env_suites.rmsnorm.environment import ENVIRONMENT as RMSNORM
 
 _HERE = Path(__file__).parent
 _BASELINES = {name: _HERE / f"baseline_{name}.py" for name in ("eager", "prepared", "broken")}
-ENVIRONMENT = dataclasses.replace(RMSNORM, name="rmsnorm_baselines", baselines={"cpu": _BASELINES, "cuda": _BASELINES},
-                                  timing_rounds={"cpu": (1, 2)})
+ENVIRONMENT = RMSNORM.derive("rmsnorm_baselines", baselines=_BASELINES, profiles={"cpu": {"timing": (1, 2)}})

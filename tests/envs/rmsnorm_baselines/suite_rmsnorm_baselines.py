@@ -1,6 +1,6 @@
 """Suite for the test-only rmsnorm_baselines environment (collected only when named)."""
 
-from pytest_nodus.suite import EnvironmentSuite
+from pytest_nodus import EnvironmentSuite
 
 from .environment import ENVIRONMENT
 

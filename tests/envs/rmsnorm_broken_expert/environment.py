@@ -4,10 +4,9 @@ A failure on the grader's side must be reported as such (expert_failed), never a
 submission's crash or hang.
 """
 
-import dataclasses
 from pathlib import Path
 
 from env_suites.rmsnorm.environment import ENVIRONMENT as RMSNORM
 
 _CRASHING = Path(__file__).with_name("crashing_expert.py")
-ENVIRONMENT = dataclasses.replace(RMSNORM, name="rmsnorm_broken_expert", expert={"cpu": _CRASHING, "cuda": _CRASHING})
+ENVIRONMENT = RMSNORM.derive("rmsnorm_broken_expert", expert=_CRASHING)

@@ -1,0 +1,82 @@
+"""Count the recorded calls of JSON grades again with the timing rules of this checkout.
+
+Every timed size of a grade keeps each call's three readings (``timed_calls``: the sandbox's
+``t_stream`` and ``t_call``, the grader's window). Counting them is pure arithmetic
+(:func:`pytest_nodus.grader.timing.summarise`, the function the grader itself calls), so a change
+to the timing rules can be read against real GPU grades without re-running them: this
+prints, per grade, each rerun's reward as recorded and as counted now, and every size whose
+time moved by more than 1%.
+
+    nodus-recount GRADE.json...
+
+Statuses are taken as recorded (correctness does not depend on timing); the timing flags
+(forged_time, pending_work) are recomputed and any change is printed. The physical floor
+needs the device's peaks and is not re-checked.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pytest_nodus.grader import reward, timing
+
+
+def calls_of(size: dict) -> dict[str, list[timing.CallTimes]]:
+    return {role: [timing.CallTimes.from_json(c) for c in calls] for role, calls in size["timed_calls"].items()}
+
+
+def recount(path: Path) -> list[str]:
+    grade = json.loads(path.read_text())
+    device_kind = grade["device"]["kind"]
+    lines, reruns = [], grade["reruns"]["count"]
+    per_rerun: dict[int, list[dict]] = {n: [] for n in range(reruns)}
+    late_calls = 0
+    for size in grade["sizes"]:
+        entry = {"status": size["status"], "timed": size["kind"] != "fuzz", "speedup": size["speedup"]}
+        if size.get("timed_calls") and size["timed_calls"].get("submission"):
+            times = calls_of(size)
+            summary = timing.summarise(times, device_kind)
+            late = {role: sum(timing.marked_late(c, summary.overhead_ms, device_kind) for c in calls)
+                    for role, calls in times.items()}
+            late_calls += sum(late.values())
+            speedup = (summary.expert.median / summary.submission_ms
+                       if summary.expert.median and summary.submission_ms else None)
+            entry["speedup"] = speedup
+            old = size["t_submission_ms"]
+            if _moved(old, summary.submission_ms) or _moved(size["t_expert_ms"], summary.expert.median):
+                lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} sub {old:.4f} -> {summary.submission_ms:.4f} ms, "
+                             f"expert {size['t_expert_ms']:.4f} -> {summary.expert.median:.4f} ms, "
+                             f"x{size['speedup']:.3f} -> x{speedup:.3f}; calls marked late: "
+                             + ", ".join(f"{role} {n}" for role, n in late.items() if n))
+            recorded = {f["code"] for f in grade["flags"] if f["size"] == size["id"] and f["rerun"] == size["rerun"]}
+            now = {code for code, _ in summary.flags}
+            for code in ({"forged_time", "pending_work"} & recorded) ^ now:
+                lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} {code}: "
+                             f"{'recorded, not raised now' if code in recorded else 'raised now, not recorded'}")
+        per_rerun[size["rerun"]].append(entry)
+    rewards = [reward.verdict(per_rerun[n]).reward for n in range(reruns)]
+    recorded = grade["reruns"]["rewards"]
+    head = (f"{path.parent.name}/{path.stem:<32} {grade['status']:<8} rewards "
+            + " ".join(f"{r:.3f}" for r in recorded) + " -> " + " ".join(f"{r:.3f}" for r in rewards)
+            + f"  ({late_calls} calls marked late)")
+    return [head] + lines
+
+
+def _moved(recorded: float | None, now: float | None) -> bool:
+    return bool(recorded and now) and abs(now / recorded - 1) > 0.01
+
+
+def main(paths: list[str] | None = None) -> int:
+    paths = sys.argv[1:] if paths is None else paths
+    if not paths:
+        print(__doc__)
+        return 2
+    for path in paths:
+        print("\n".join(recount(Path(path))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Is an output right? Compared with the reference in the grader process, every element.
+
+The submission's process never sees the reference and its word on correctness counts for
+nothing: the grader reads the output the sandbox copied into a grader-owned receipt (which
+the grader poisoned with NaN before the call) and compares it here.
+
+Tolerances are relative to the reference's magnitude so that trivial outputs (zeros, the
+input, a constant) fail, and tight enough that the same math done in a lower precision
+(an fp8 round trip, bf16 accumulation) fails; each environment states its calibration.
+NaN and inf never pass.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import torch
+
+
+class Tolerance(Protocol):
+    limit: float
+
+    def error(self, output: torch.Tensor, reference: torch.Tensor, references: dict) -> float:
+        """A non-negative error; the output passes if error <= limit. NaN/inf give inf.
+        ``references`` holds every reference output by name (for scales across outputs)."""
+
+
+@dataclass(frozen=True)
+class ElementwiseRelative:
+    """max_i |out_i - ref_i| / (|ref_i| + floor), floor = floor_fraction * rms(ref).
+
+    Every element must be close relative to its own magnitude; the floor keeps elements
+    near zero from demanding more than the output dtype can hold.
+    """
+
+    limit: float
+    floor_fraction: float = 1e-2
+
+    def error(self, output: torch.Tensor, reference: torch.Tensor, references: dict) -> float:
+        import torch
+
+        out = output.double()
+        ref = reference.double()
+        if not torch.isfinite(out).all():
+            return math.inf
+        rms = ref.pow(2).mean().sqrt().item() if ref.numel() else 0.0
+        floor = max(self.floor_fraction * rms, torch.finfo(torch.float32).tiny)
+        return ((out - ref).abs() / (ref.abs() + floor)).max().item() if ref.numel() else 0.0
+
+
+@dataclass(frozen=True)
+class Normwise:
+    """||out - ref||_F / max(||ref||_F, floor): for outputs that sum many rounded terms.
+
+    An output that is exactly zero in exact arithmetic (a gradient whose terms cancel, e.g.
+    dQ when every query sees only itself) comes out of any real computation as rounding
+    noise, and noise relative to zero is unbounded. ``floor_from`` names another output that
+    cannot cancel, of comparable magnitude; the denominator is never below
+    ``floor_fraction`` of its norm.
+    """
+
+    limit: float
+    floor_from: str | None = None
+    floor_fraction: float = 1e-2
+
+    def error(self, output: torch.Tensor, reference: torch.Tensor, references: dict) -> float:
+        import torch
+
+        out = output.double()
+        ref = reference.double()
+        if not torch.isfinite(out).all():
+            return math.inf
+        denom = ref.norm().item()
+        if self.floor_from is not None:
+            denom = max(denom, self.floor_fraction * references[self.floor_from].double().norm().item())
+        diff = (out - ref).norm().item()
+        if denom == 0.0:
+            return 0.0 if diff == 0.0 else math.inf
+        return diff / denom
+
+
+@dataclass
+class OutputCheck:
+    name: str
+    error: float
+    limit: float
+
+    @property
+    def passed(self) -> bool:
+        return self.error <= self.limit  # NaN compares False: never passes
+
+
+def check_outputs(receipts, references, contract, tolerance) -> list[OutputCheck]:
+    checks = []
+    by_name = {spec.name: ref for spec, ref in zip(contract.outputs, references)}
+    for spec, got, ref in zip(contract.outputs, receipts, references):
+        tol = tolerance[spec.name]
+        checks.append(OutputCheck(spec.name, tol.error(got, ref, by_name), tol.limit))
+    return checks

@@ -1,0 +1,327 @@
+"""Grade one size: the procedure that ties inputs, sandboxes, checks and timing together.
+
+A timed size runs ``warmup + timed`` rounds. Each round makes fresh inputs, then calls
+the expert and the submission on them (order alternating), each in its own sandbox, each
+call verified against the reference computed here from the grader's pristine copy. Warm-up
+calls are verified like the rest; only their times are dropped. A fuzzed size is one
+verified call of the submission alone.
+
+Everything the submission could influence is decided here, in the grader process: the
+values in the receipts, whether the inputs came back untouched, which kernels ran, and
+whether its claimed times agree with the grader's clock. What each check means for each
+role is ``grader/checks.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from pytest_nodus.grader import checks, devices, inputs, timing
+from pytest_nodus.grader.environment import Environment, Size
+from pytest_nodus.grader.results import SizeResult
+from pytest_nodus.grader.sandbox_pool import SandboxPool
+from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    warmup: int
+    timed: int
+
+
+PLANS = {"cuda": TimingPlan(warmup=3, timed=20), "cpu": TimingPlan(warmup=1, timed=3)}
+
+# The expert's and the baselines' first call at a new size may compile: FlexAttention's cold
+# torch.compile takes minutes on the H200, past attention's call limit. They are the
+# grader's own trusted code, so that first call gets this much; the submission never does.
+TRUSTED_FIRST_CALL_TIMEOUT_S = 900.0
+
+
+class Grader:
+    """Per-process (per xdist worker) owner of the sandboxes and the grade seed."""
+
+    def __init__(self, submission: Path, device: devices.Device, grade_seed: int, audit: bool = True,
+                 expert_cache: Path | None = None, baselines: bool = False, trusted: bool = False):
+        self.device = device
+        self.torch_device = torch.device(device.torch_name)
+        self.grade_seed = grade_seed
+        self.baselines = baselines
+        # A trusted submission (the expert graded against itself, to calibrate the timer) may
+        # run the kernels the environment forbids; every other check still applies.
+        self.trusted = trusted
+        self.pool = SandboxPool(submission, device, audit, expert_cache, trusted)
+        self._failed_baselines: set[str] = set()  # a baseline that failed once is not retried this grade
+        self.plan = PLANS[device.kind]
+        self.call_timeout_override: float | None = None
+        self.gpu_wait_s = devices.GPU_WAIT_S  # --nodus-gpu-wait
+        # A submission that hung once is not given the device again in this grade: every
+        # further size would cost another full time limit for the same verdict.
+        self._hung: SandboxFailure | None = None
+        self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
+
+    @property
+    def planned_dims(self) -> dict[str, list]:
+        return self.pool.planned_dims
+
+    @planned_dims.setter
+    def planned_dims(self, value: dict[str, list]) -> None:
+        self.pool.planned_dims = value
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def _timeout(self, env: Environment) -> float:
+        if self.call_timeout_override is not None:
+            return self.call_timeout_override
+        return env.profile(self.device.kind).call_timeout_s
+
+    # -- one verified call --------------------------------------------------------------
+    def _call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
+              timed: bool):
+        """One verified call. Returns (CallTimes, references) or raises SandboxFailure."""
+        timeout = self._timeout(env)
+        first_call = (sandbox.process.pid, tuple(sorted(dims.items())))  # a restarted sandbox compiles again
+        if role != "submission" and first_call not in self._warmed:
+            timeout = max(timeout, TRUSTED_FIRST_CALL_TIMEOUT_S)
+        outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
+        slot = self.pool.placer(role, env).place(fresh, outputs)
+        scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
+        order = [spec.name for spec in env.contract.inputs]
+        baseline = role.startswith("baseline:")
+        submission = role == "submission"
+        if baseline:
+            slot.write_now(fresh)  # a baseline's untimed prepare reads them while armed
+        reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh), slot.receipts,
+                               timeout)
+        if submission and reading.ok:
+            for finding in checks.outputs(reading, slot, timed):
+                result.flag(finding.code, finding.detail)
+            if timed and reading.child_ms:
+                checks.children_ran(result, reading, reading.child_ms)
+        for finding in checks.processes(reading, self.pool.all(), timed, submission):
+            result.flag(finding.code, finding.detail)
+        for finding in checks.reported(reading, timed):
+            if submission:
+                result.flag(finding.code, finding.detail)
+        if (raised := checks.raised(reading)) is not None:
+            raise SandboxFailure("error", "raised", f"the kernel raised {raised}")
+        if references is None:
+            references = env.reference(fresh)
+        for name in checks.mutated_inputs(slot, fresh):
+            if baseline:
+                raise SandboxFailure("error", "baseline_failed", f"changed input '{name}'")
+            if not submission:
+                raise SandboxFailure("error", "expert_failed", f"the expert changed input '{name}'")
+            result.flag("input_mutated", f"input '{name}' was changed by the call")
+        for check in checks.values(reading, references, env):
+            if submission:
+                result.note_error(check.error, check.limit)
+                if not check.passed:
+                    result.flag(*checks.value_flag(check))
+            elif baseline:
+                name = role.removeprefix("baseline:")
+                result.baseline_errors = result.baseline_errors or {}
+                result.baseline_errors[name] = max(result.baseline_errors.get(name, 0.0), check.error / check.limit)
+            else:
+                result.expert_error = max(result.expert_error or 0.0, check.error)
+                if not check.passed:
+                    raise SandboxFailure("error", "expert_failed",
+                                         f"the expert's '{check.name}' misses tolerance ({check.error:.3g})")
+        t_stream, t_call = checks.times(reading)
+        self._warmed.add(first_call)
+        return timing.CallTimes(t_stream, t_call, reading.window_ms), references
+
+    # -- the kernel audit ------------------------------------------------------------
+    def _finish_flags(self, env: Environment, reply: dict, result: SizeResult) -> None:
+        flags = reply.get("flags")
+        for f in flags if isinstance(flags, list) else []:
+            if isinstance(f, dict):
+                result.flag(str(f.get("code", "protocol_violation")), str(f.get("detail", "")))
+        self._audit(env, reply.get("audit"), result)
+
+    def _audit(self, env: Environment, audit, result: SizeResult) -> None:
+        if not isinstance(audit, dict):
+            return
+        if isinstance(audit.get("kernels"), list) and audit["kernels"]:
+            result.kernels = audit["kernels"][:8]
+        names = [str(n) for n in audit.get("ops", [])] + [str(k.get("name")) for k in audit.get("kernels", [])
+                                                          if isinstance(k, dict)]
+        for pattern in env.keep_out.audit:
+            hit = next((n for n in names if re.search(pattern, n)), None)
+            if hit is None:
+                continue
+            record = result.waive if self.trusted else result.flag
+            record("forbidden_op", f"ran '{hit[:80]}', which this environment forbids")
+
+    # -- sizes ---------------------------------------------------------------------------
+    def _grader_out_of_memory(self, result: SizeResult, exc: BaseException) -> SizeResult:
+        """The grader's own allocation (fresh inputs, references, pristine copies) failed:
+        other grades' processes hold the GPU's memory. Not the submission's verdict, but no
+        grade can vouch for a size it did not run, so the size stays at the floor under a code
+        of its own, which a pipeline retries on a GPU that is not shared."""
+        detail = f"{type(exc).__name__}"
+        if self.device.kind == "cuda":
+            free, total = torch.cuda.mem_get_info(self.torch_device)
+            detail += (f": {free / 2**20:.0f} MiB free of {total / 2**30:.0f} GiB on {self.device.torch_name}; "
+                       "other processes hold the rest (several grades on one GPU?)")
+        result.flag("grader_out_of_memory", detail)
+        self._release_memory()
+        return result
+
+    def grade_size(self, env: Environment, size: Size, label: str, rerun: int = 0) -> SizeResult:
+        result = SizeResult(size.id, size.kind, rerun, dict(size.dims), env={"name": env.name, "version": env.version},
+                            device=self.device.torch_name, throughput_unit=env.cost.unit)
+        try:
+            return self._grade_size(env, size, label, result)
+        except torch.OutOfMemoryError as exc:
+            return self._grader_out_of_memory(result, exc)
+        except devices.DeviceBusy as busy:
+            # Not the submission's doing either, and no grade vouches for a size it did not
+            # time: the floor, under a code a pipeline can retry on.
+            result.flag("gpu_busy", str(busy))
+            return result
+
+    def _grade_size(self, env: Environment, size: Size, label: str, result: SizeResult) -> SizeResult:
+        if self._hung is not None:
+            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
+            return result
+        try:
+            expert = self.pool.get(env, "expert", size.dims)
+        except SandboxFailure as failure:
+            result.flag("expert_failed", f"the expert did not start: {failure}")
+            return result
+        try:
+            submission = self.pool.get(env, "submission", size.dims)
+        except SandboxFailure as failure:
+            result.flag(failure.code, failure.detail)
+            return result
+        result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
+        sandboxes = {"expert": expert, "submission": submission}
+        times: dict[str, list[timing.CallTimes]] = {"expert": [], "submission": []}
+        baselines = self._baseline_sandboxes(env, size, result) if size.kind in ("public", "hidden") else {}
+        times.update({role: [] for role in baselines})
+        rounds = env.profile(self.device.kind).timing
+        plan = TimingPlan(*rounds) if rounds else self.plan
+        with devices.exclusive(self.device, self.gpu_wait_s):
+            try:
+                for round_number in range(plan.warmup + plan.timed):
+                    seed = inputs.call_seed(self.grade_seed, label, round_number)
+                    fresh = inputs.make_inputs(env, size.dims, seed, self.torch_device)
+                    references = None
+                    roles = ("expert", "submission") if round_number % 2 == 0 else ("submission", "expert")
+                    for role in roles:
+                        timed = round_number >= plan.warmup
+                        try:
+                            call, references = self._call(env, sandboxes[role], size.dims, fresh, references,
+                                                          result, role, timed)
+                        except SandboxFailure as failure:
+                            if role == "expert" and failure.code != "expert_failed":
+                                # The grader's own side broke: never the submission's verdict.
+                                raise SandboxFailure("error", "expert_failed", f"the expert: {failure}") from None
+                            raise
+                        result.calls += role == "submission"
+                        if timed:
+                            times[role].append(call)
+                    for role in list(baselines):
+                        try:
+                            call, references = self._call(env, baselines[role], size.dims, fresh, references, result,
+                                                          role, timed=False)
+                        except SandboxFailure as failure:  # context only: drop it, keep grading
+                            self._baseline_failed(result, role.removeprefix("baseline:"), str(failure))
+                            del baselines[role], times[role]
+                            continue
+                        if round_number >= plan.warmup:
+                            times[role].append(call)
+                for role in ("expert", "submission"):
+                    reply = sandboxes[role].finish(self._timeout(env))
+                    if role == "submission":
+                        self._finish_flags(env, reply, result)
+            except SandboxFailure as failure:
+                result.flag(failure.code, failure.detail)
+                if failure.status == "timeout":
+                    self._hung = failure
+                return result
+        self._summarise_times(env, size, times, result)
+        self._release_memory()
+        return result
+
+    def _release_memory(self) -> None:
+        # References and pristine copies are cached by torch's allocator; handing them back
+        # leaves the GPU memory to the sandboxes (a correct kernel must never hit an OOM
+        # because the grader kept a previous size's buffers).
+        if self.device.kind == "cuda":
+            torch.cuda.empty_cache()
+
+    def _baseline_sandboxes(self, env: Environment, size: Size, result: SizeResult) -> dict[str, Sandbox]:
+        if not self.baselines:
+            return {}
+        started = {}
+        for name in env.profile(self.device.kind).baselines:
+            if name in self._failed_baselines:
+                self._baseline_failed(result, name, "failed at an earlier size of this grade")
+                continue
+            try:
+                started[f"baseline:{name}"] = self.pool.get(env, f"baseline:{name}", size.dims)
+            except SandboxFailure as failure:
+                self._baseline_failed(result, name, f"did not start: {failure}")
+        return started
+
+    def _baseline_failed(self, result: SizeResult, name: str, why: str) -> None:
+        # A baseline that hangs would otherwise cost a full call time limit at every size.
+        self._failed_baselines.add(name)
+        result.baseline_notes = {**(result.baseline_notes or {}), name: result.public_text(why)[:200]}
+
+    def _summarise_times(self, env, size, times, result: SizeResult) -> None:
+        result.timed_calls = {role: [c.as_json() for c in calls] for role, calls in times.items()}
+        summary = timing.summarise(times, self.device.kind)
+        for code, reason in summary.flags:
+            result.flag(code, reason)
+        result.t_submission_grader_ms = summary.grader_ms
+        result.t_expert_ms, result.t_expert_iqr_ms = summary.expert.median, summary.expert.iqr
+        result.t_submission_claimed_ms, result.t_submission_iqr_ms = summary.claimed.median, summary.claimed.iqr
+        result.t_submission_ms = summary.submission_ms
+        result.t_baselines_ms = summary.baselines_ms or None
+        if result.t_submission_ms and result.t_expert_ms:
+            result.speedup = result.t_expert_ms / result.t_submission_ms
+            result.throughput = env.cost.throughput(size.dims, result.t_submission_ms)
+        if self.device.kind != "cuda":
+            return  # CPU times are reported and held to the grader's clock; no floor
+        peaks = self.device.peaks
+        if peaks is not None:
+            floor = devices.FLOOR_FRACTION * env.cost.floor_ms(size.dims, peaks.bytes_per_s, peaks.flops_per_s)
+            if (reason := timing.floor_flag(result.t_submission_ms, floor)) is not None:
+                result.flag("below_physical_floor", reason)
+
+    def check_fuzzed(self, env: Environment, dims: dict, label: str, example: int, rerun: int = 0) -> SizeResult:
+        """One verified call of the submission alone at a Hypothesis-drawn size.
+
+        The inputs are a function of the grade seed, ``label`` and the dims, not of the
+        example number: Hypothesis replays a failing size while it shrinks and once more at
+        the end, and a replay with other values can pass by chance (a one-element row), which
+        left the reported size half-shrunk. Different sizes still get different values."""
+        result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), env={"name": env.name, "version": env.version},
+                            device=self.device.torch_name)
+        if self._hung is not None:
+            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
+            return result
+        try:
+            submission = self.pool.get(env, "submission", dims)
+            result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
+            size_label = f"{label}/{sorted(dims.items())}"
+            fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun), self.torch_device)
+            self._call(env, submission, dims, fresh, None, result, "submission", timed=False)
+            result.calls = 1
+            reply = submission.finish(self._timeout(env))
+            self._finish_flags(env, reply, result)
+        except SandboxFailure as failure:
+            result.flag(failure.code, failure.detail)
+            if failure.status == "timeout":
+                self._hung = failure
+        except torch.OutOfMemoryError as exc:
+            return self._grader_out_of_memory(result, exc)
+        self._release_memory()
+        return result

@@ -1,0 +1,112 @@
+"""The command line: every ``--nodus-*`` option, its help text, and its validation.
+
+A bad option is one ``ERROR:`` line (``pytest.UsageError``), before anything is graded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SUBMISSION_HELP = "Kernel file to grade (defines the environment's entry point, e.g. kernel)."
+SEALED_HELP = "Directory of hidden sizes (sealed_fixtures/): adds them and marks the grade sealed."
+JSON_HELP = "Write the grade as JSON (schema: pytest_nodus/schema/grade.schema.json)."
+RERUNS_HELP = "Grade N times with fresh seeds and fuzzed sizes; correct only if all N are (default 1)."
+SEED_HELP = "Replay a local grade's seed (printed in the header). Not allowed with --nodus-sealed."
+DEVICE_HELP = "auto (default: cuda if available), cuda or cpu (Triton interpreter)."
+TIMEOUT_HELP = "Override the environment's per-call time limit, in seconds."
+GPU_WAIT_HELP = ("How long a size waits for another grade's hold on its GPU, in seconds (default 1800); "
+                 "past it the size is flagged gpu_busy.")
+BASELINES_HELP = ("Also time the environment's context baselines (e.g. FlexAttention) on timed sizes; "
+                  "shown in the report and JSON, never in the reward.")
+TRUSTED_HELP = ("Calibration only: the submission is trusted code (the expert graded against itself). "
+                "Kernels the environment forbids are recorded as waived instead of flagged, and the "
+                "libraries and kernels it keeps out of submissions are left in; every other check still applies. Never for an agent's submission.")
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("nodus", "pytest-nodus sealed kernel grading")
+    group.addoption("--nodus-submission", metavar="PATH", help=SUBMISSION_HELP)
+    group.addoption("--nodus-sealed", metavar="DIR", help=SEALED_HELP)
+    group.addoption("--nodus-json", metavar="FILE", help=JSON_HELP)
+    group.addoption("--nodus-reruns", metavar="N", default="1", help=RERUNS_HELP)
+    group.addoption("--nodus-seed", metavar="SEED", help=SEED_HELP)
+    group.addoption("--nodus-device", metavar="KIND", default="auto", help=DEVICE_HELP)
+    group.addoption("--nodus-call-timeout", metavar="SECONDS", help=TIMEOUT_HELP)
+    group.addoption("--nodus-gpu-wait", metavar="SECONDS", help=GPU_WAIT_HELP)
+    group.addoption("--nodus-baselines", action="store_true", default=False, help=BASELINES_HELP)
+    group.addoption("--nodus-trusted", action="store_true", default=False, help=TRUSTED_HELP)
+
+
+class Options:
+    """The validated command line."""
+
+    def __init__(self, config):
+        get = config.getoption
+        self.submission = Path(get("nodus_submission")) if get("nodus_submission") else None
+        self.sealed_dir = Path(get("nodus_sealed")) if get("nodus_sealed") else None
+        self.json_path = Path(get("nodus_json")) if get("nodus_json") else None
+        self.reruns = _positive_int(get("nodus_reruns"), "--nodus-reruns")
+        self.device_request = get("nodus_device")
+        self.call_timeout = _positive_float(get("nodus_call_timeout"), "--nodus-call-timeout")
+        self.gpu_wait = _positive_float(get("nodus_gpu_wait"), "--nodus-gpu-wait")
+        self.baselines = bool(get("nodus_baselines"))
+        self.trusted = bool(get("nodus_trusted"))
+        self.seed = None if get("nodus_seed") is None else _non_negative_int(get("nodus_seed"), "--nodus-seed")
+        if self.submission is not None and not self.submission.is_file():
+            raise pytest.UsageError(f"pytest-nodus: --nodus-submission {self.submission}: no such file")
+        if self.sealed_dir is not None and not self.sealed_dir.is_dir():
+            raise pytest.UsageError(f"pytest-nodus: --nodus-sealed {self.sealed_dir}: no such directory")
+        if self.sealed_dir is not None and self.seed is not None:
+            raise pytest.UsageError("pytest-nodus: --nodus-seed cannot be used with --nodus-sealed "
+                                    "(a sealed grade draws a fresh secret seed)")
+        if self.device_request not in ("auto", "cpu", "cuda"):
+            raise pytest.UsageError(f"pytest-nodus: --nodus-device must be auto, cpu or cuda, not {self.device_request!r}")
+        if self.json_path is not None and not self.json_path.parent.exists():
+            raise pytest.UsageError(f"pytest-nodus: --nodus-json {self.json_path}: directory does not exist")
+
+    @property
+    def sealed(self) -> bool:
+        return self.sealed_dir is not None
+
+    @property
+    def hypothesis_database(self):
+        # Sealed grades leave nothing behind; local runs keep Hypothesis's failure database.
+        if self.sealed:
+            return None
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
+        return DirectoryBasedExampleDatabase(".hypothesis/examples")
+
+
+def _positive_int(value, option) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"pytest-nodus: {option} must be a positive integer, not {value!r}") from None
+    if number < 1:
+        raise pytest.UsageError(f"pytest-nodus: {option} must be a positive integer, not {value!r}")
+    return number
+
+
+def _non_negative_int(value, option) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = -1
+    if number < 0:
+        raise pytest.UsageError(f"pytest-nodus: {option} must be a non-negative integer, not {value!r}")
+    return number
+
+
+def _positive_float(value, option) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number > 0:
+        raise pytest.UsageError(f"pytest-nodus: {option} must be a positive number of seconds, not {value!r}")
+    return number

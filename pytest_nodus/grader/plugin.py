@@ -1,0 +1,47 @@
+"""pytest-nodus plugin (the ``pytest11`` entry point): options, fixtures, and the session.
+
+The hooks that carry a grade live on :class:`~pytest_nodus.grader.session.NodusSession`,
+registered here at configure time; ``grader/session.py`` says how a grade flows through
+pytest. Nothing here imports torch until a grade is actually requested.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_nodus.grader.options import Options, pytest_addoption  # noqa: F401  (a hook)
+from pytest_nodus.grader.session import NodusSession
+from pytest_nodus.grader.suite import GRADED_MARKER
+
+
+@pytest.fixture(scope="session")
+def _nodus_session(pytestconfig) -> NodusSession:
+    session = pytestconfig.pluginmanager.get_plugin("nodus-session")
+    if session is None or session.options.submission is None:
+        pytest.fail("pytest-nodus: grading needs --nodus-submission=PATH", pytrace=False)
+    return session
+
+
+@pytest.fixture
+def nodus_rerun() -> int:
+    """Which of the --nodus-reruns grades a test belongs to (parametrized when N > 1)."""
+    return 0
+
+
+@pytest.fixture
+def nodus_grade(request, _nodus_session):
+    """The grader, bound to the current test (see :class:`pytest_nodus.suite.GradeRunner`)."""
+    from pytest_nodus.grader.suite import GradeRunner
+
+    grader = _nodus_session.get_grader()
+    if _nodus_session.options.call_timeout is not None:
+        grader.call_timeout_override = _nodus_session.options.call_timeout
+    if _nodus_session.options.gpu_wait is not None:
+        grader.gpu_wait_s = _nodus_session.options.gpu_wait
+    return GradeRunner(grader, request.node, _nodus_session.options)
+
+
+def pytest_configure(config):
+    options = Options(config)
+    config.pluginmanager.register(NodusSession(config, options), "nodus-session")
+    config.addinivalue_line("markers", f"{GRADED_MARKER}: a test whose verdict enters the pytest-nodus grade")

@@ -1,0 +1,90 @@
+"""One size's verdict as the grade records it (the JSON's ``sizes`` entries).
+
+A :class:`SizeResult` is what crosses from an xdist worker to the controller (as
+``user_properties``) and lands in the report; ``as_json`` is its schema form.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pytest_nodus.grader import reward
+
+
+@dataclass
+class SizeResult:
+    """One size's verdict; ``as_json`` is what crosses xdist and lands in the report."""
+
+    id: str
+    kind: str
+    rerun: int
+    dims: dict | None
+    status: str = "correct"
+    flags: list[dict] = field(default_factory=list)
+    error: float | None = None
+    tolerance: float | None = None
+    t_submission_ms: float | None = None
+    t_expert_ms: float | None = None
+    t_submission_iqr_ms: float | None = None
+    t_expert_iqr_ms: float | None = None
+    t_submission_grader_ms: float | None = None  # per call on the grader's clock (grader/clock.py)
+    t_submission_claimed_ms: float | None = None  # per call as the sandbox reported it
+    speedup: float | None = None
+    throughput: float | None = None
+    throughput_unit: str | None = None
+    expert_error: float | None = None
+    # Context only (--nodus-baselines): other production kernels timed in the same rounds.
+    t_baselines_ms: dict | None = None
+    baseline_errors: dict | None = None
+    baseline_notes: dict | None = None
+    calls: int = 0
+    env: dict | None = None
+    isolation: str | None = None
+    removed_fatbins: int | None = None  # torch fatbins taken out of the submission's process
+    kernels: list[dict] | None = None
+    device: str | None = None  # which device graded it ("cuda:1" under xdist worker gw1)
+    calls_with_children: int = 0  # timed calls in which child processes ran and ended (grader/checks.py)
+    # Every timed call's three readings, per role: what the medians came from, so a rerun
+    # whose median moved can be read call by call (and counted again: nodus-recount).
+    timed_calls: dict | None = None
+    # --nodus-trusted only: forbidden-kernel findings kept for the record, not scored.
+    waived_flags: list[dict] | None = None
+
+    @property
+    def timed(self) -> bool:
+        return self.kind in ("public", "hidden")
+
+    def public_text(self, detail: str) -> str:
+        # Hidden sizes stay hidden: no dims in any message that reaches a report.
+        return re.sub(r"\d{2,}", "#", detail) if self.kind == "hidden" else detail
+
+    def flag(self, code: str, detail: str) -> None:
+        detail = self.public_text(detail)
+        if not any(f["code"] == code for f in self.flags):
+            self.flags.append({"size": self.id, "code": code, "detail": detail[:300]})
+        self.status = reward.status_of(f["code"] for f in self.flags)
+
+    def waive(self, code: str, detail: str) -> None:
+        """Record what ``flag`` would have raised, without scoring it (--nodus-trusted)."""
+        waived = {"size": self.id, "code": code, "detail": self.public_text(detail)[:300]}
+        self.waived_flags = self.waived_flags or []
+        if waived not in self.waived_flags:
+            self.waived_flags.append(waived)
+
+    def note_error(self, error: float, limit: float) -> None:
+        """Keep the worst error seen (relative to its tolerance) over all calls and outputs."""
+        if self.error is None or error / limit > self.error / self.tolerance:
+            self.error, self.tolerance = error, limit
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["timed"] = self.timed
+        if self.kind == "hidden":
+            data["dims"] = None
+        for key in ("error", "expert_error"):
+            if data[key] is not None and not math.isfinite(data[key]):
+                data[key] = None if math.isnan(data[key]) else 1e308
+        return data

@@ -1,0 +1,124 @@
+"""The sandboxes of one grade: one per (role, environment), started on demand, kept for the grade.
+
+Roles are ``submission``, ``expert`` and ``baseline:<name>``. Only a submission's sandbox is
+kept out of what its environment forbids (``grader/keepout.py``); a trusted submission
+(``--nodus-trusted``: the expert graded against itself, to calibrate the timer) is not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from pytest_nodus.grader import inputs
+from pytest_nodus.grader.environment import Environment
+from pytest_nodus.grader.processes import adopt_orphans, stray_processes
+from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
+from pytest_nodus.shared.arena import ALIGN
+
+
+class SandboxPool:
+    def __init__(self, submission: Path, device, audit: bool, expert_cache: Path | None, trusted: bool):
+        self.submission = Path(submission)
+        self.device = device
+        self.audit = audit
+        self.expert_cache = expert_cache  # persistent compile caches of the trusted files
+        self.trusted = trusted
+        self.planned_dims: dict[str, list] = {}  # env name -> dims of every timed size
+        self._sandboxes: dict[tuple[str, str], Sandbox] = {}
+        self._placers: dict[tuple[str, str], inputs.ArenaPlacer] = {}  # one per sandbox, over its arena
+        self._load_failures: dict[tuple[str, str], SandboxFailure] = {}
+        self._fatbins: dict[str, dict] = {}  # environment name -> fatbins removed from submissions
+
+    def all(self):
+        return self._sandboxes.values()
+
+    def placer(self, role: str, env: Environment) -> inputs.ArenaPlacer:
+        return self._placers[(role, env.name)]
+
+    def close(self) -> None:
+        for sandbox in self._sandboxes.values():
+            sandbox.close()
+        self._sandboxes.clear()
+        stray_processes([])  # whatever a sandbox detached and no later call found: nothing outlives the grade
+
+    def _arena_capacity(self, env: Environment, dims) -> int:
+        """Room for two calls of the largest planned size (public and hidden) or of ``dims``."""
+        planned = [*self.planned_dims.get(env.name, ()), dims]
+        largest = max(env.contract.call_bytes(d) for d in planned)
+        tensors = len(env.contract.tensor_inputs) + len(env.contract.outputs)
+        return 2 * (largest + (tensors + 1) * ALIGN)
+
+    def _removed_kernels(self, env: Environment) -> dict | None:
+        """The fatbins of torch's CUDA library that hold kernels ``env`` removes from a
+        submission's process (grader/fatbin_scan.py), found once per grade (and cached on
+        disk per torch build). None when the environment removes nothing or off the GPU."""
+        patterns = env.keep_out.torch_kernels
+        if not patterns or self.device.kind != "cuda":
+            return None
+        if env.name not in self._fatbins:
+            from pytest_nodus.grader import fatbin_scan
+
+            library = fatbin_scan.loaded_library("libtorch_cuda")
+            if library is None:
+                raise RuntimeError("torch's CUDA library is not loaded: cannot remove kernels from submissions")
+            cache = self.expert_cache.parent / "fatbins" if self.expert_cache else None
+            major, minor = torch.cuda.get_device_capability(torch.device(self.device.torch_name))
+            found = fatbin_scan.forbidden_fatbins(library, patterns, cache, gpu=f"sm_{major}{minor}")
+            if not found["spans"]:
+                # Stale patterns (a torch build whose kernels are named otherwise) must not
+                # quietly let the kernels back in.
+                raise RuntimeError(f"environment '{env.name}': no kernel of {library} matches torch_kernels {patterns}")
+            self._fatbins[env.name] = found
+        return self._fatbins[env.name]
+
+    def get(self, env: Environment, role: str, dims) -> Sandbox:
+        """The sandbox of ``role``, started (again, with a larger arena) when needed."""
+        key = (role, env.name)
+        if key in self._load_failures:
+            raise self._load_failures[key]  # a file that did not load will not load next time
+        sandbox = self._sandboxes.get(key)
+        capacity = self._arena_capacity(env, dims)
+        if sandbox is not None and sandbox.alive and sandbox.arena.numel() >= capacity:
+            return sandbox
+        if sandbox is not None:
+            sandbox.close()
+        if self.device.kind not in env.profiles:
+            raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no profile for {self.device.kind}")
+        profile = env.profile(self.device.kind)
+        if role == "submission":
+            path = self.submission
+        elif role == "expert":
+            path = profile.expert
+        else:
+            path = profile.baselines.get(role.split(":", 1)[1])
+        if path is None:
+            raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no {role} for {self.device.kind}")
+        process_role = role.split(":", 1)[0]
+        kept_out = process_role == "submission" and not self.trusted
+        keep_out = env.keep_out
+        removed = self._removed_kernels(env) if kept_out else None
+        sandbox = Sandbox(path, process_role, self.device.torch_name, env.contract.entry_point,
+                          audit=self.audit and keep_out.audited and process_role != "baseline",
+                          cache_dir=self.expert_cache if process_role != "submission" else None,
+                          unreadable_libraries=keep_out.libraries if kept_out else (),
+                          unreadable_packages=keep_out.packages if kept_out else (),
+                          removed_kernels=removed,
+                          removed_templates=keep_out.templates if kept_out else ())
+        # A process that leaves a sandbox's tree comes back here (stray_processes). Set at the
+        # first start, not at construction: a grade that starts nothing changes nothing.
+        adopt_orphans()
+        try:
+            sandbox.start(capacity)
+        except SandboxFailure as failure:
+            sandbox.close()
+            if failure.code == "load_failed":
+                self._load_failures[key] = failure
+            raise
+        self._sandboxes[key] = sandbox
+        self._placers[key] = inputs.ArenaPlacer(sandbox.arena)
+        return sandbox
+
+
+__all__ = ["SandboxPool"]

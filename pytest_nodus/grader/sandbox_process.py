@@ -1,0 +1,337 @@
+"""Grader side of the sandbox: start it, ask it one thing at a time, bound every wait.
+
+The submission runs in a separate process (``pytest_nodus/sandbox/``) started with a
+scrubbed environment (no grader variables, no pytest state), its own scratch directory as
+cwd, HOME and TMPDIR, and a copy of the kernel file: it never sees the submission's path,
+the sealed directory or the report path. A call that does not answer within the
+environment's time limit is a hang: the sandbox's whole process group is killed. A
+sandbox that dies mid-call (exit, signal, CUDA error that kills the context) is reported
+as such; the grade goes on with a fresh sandbox for the next size.
+
+:meth:`Sandbox.call` is the one owner of the call protocol on this side: arm, open the
+grader's window, go, close it, and return one :class:`Reading`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from pytest_nodus.grader import heap_build
+from pytest_nodus.grader.arena_memory import create_arena
+from pytest_nodus.grader.clock import GraderClock
+from pytest_nodus.grader.processes import REAP_TIMEOUT_S, reap_group
+from pytest_nodus.shared import protocol
+from pytest_nodus.shared.arena import FLAG_BYTES, aligned
+
+# Variables the sandbox may inherit; everything else (PYTEST_*, NODUS_*, CI secrets, the
+# sealed path on a command line wrapper...) stays with the grader.
+_INHERITED = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
+              "NVIDIA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+              "NVSHMEM_DISABLE_NVLS", "TRITON_PTXAS_PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# Where ``pytest_nodus`` is importable from (a checkout's root, or site-packages).
+_IMPORT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class SandboxFailure(Exception):
+    """The sandbox did not answer as asked. ``status`` is the grade status it implies."""
+
+    status: str  # "error", "timeout" or "flagged"
+    code: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}"
+
+
+
+@dataclass
+class Reading:
+    """One call as the grader saw it: the sandbox's report (its claims: flags, times) beside
+    what only the grader knows (its snapshot of the outputs, its window, the children)."""
+
+    report: dict
+    outputs: list  # the grader's snapshot of the outputs; the receipts (poison) when the call never ran
+    window_ms: float | None  # the grader's clock; None when the call never reached it
+    child_ms: float | None  # CPU time of the sandbox's children that ran in the window (grader/child_time.py)
+    children_at_open: list[str]  # the sandbox's children as the window opened, for a flag's detail
+    opened_boot_ticks: int  # when the window opened, in /proc's start-time unit
+    pid: int
+    _clock: GraderClock = field(repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.report.get("ok"))
+
+    def output_spans(self) -> list[tuple[int, int] | None]:
+        """Per output (GPU), the arena bytes the snapshot read; [] on the CPU."""
+        return self._clock.output_spans()
+
+    def arena_span(self, view) -> tuple[int, int]:
+        """Where a view of the arena lies in it, in bytes."""
+        start = view.data_ptr() - self._clock.arena.data_ptr()
+        return start, start + view.numel() * view.element_size()
+
+    def changed_after_close(self) -> list[int]:
+        """Outputs whose bytes changed after the window closed."""
+        return self._clock.changed_since_close()
+
+
+def _scratch_root() -> str | None:
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+class Sandbox:
+    """One sandbox process running one kernel file (a submission or an expert)."""
+
+    def __init__(self, kernel_path: Path, role: str, device: str, entry_point: str = "kernel",
+                 startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None,
+                 unreadable_libraries: tuple[str, ...] = (), removed_kernels: dict | None = None,
+                 removed_templates: tuple[str, ...] = (), unreadable_packages: tuple[str, ...] = ()):
+        self.kernel_path = Path(kernel_path)
+        self.role = role
+        self.device = device
+        self.entry_point = entry_point
+        self.startup_timeout_s = startup_timeout_s
+        self.audit = audit
+        self.cache_dir = cache_dir  # persistent compile cache, for the trusted expert only
+        self.unreadable_libraries = tuple(unreadable_libraries)  # a submission's only
+        # fatbins to zero in the sandbox's memory (grader/fatbin_scan.py);
+        # their library's file then becomes unreadable too, so no intact copy is left.
+        self.removed_kernels = removed_kernels
+        self.removed_templates = tuple(removed_templates)  # inductor template dirs (sandbox/templates.py)
+        self.unreadable_packages = tuple(unreadable_packages)  # top-level module names, a submission's only
+        if removed_kernels and removed_kernels["spans"]:
+            self.unreadable_libraries += (os.path.basename(removed_kernels["library"]),)
+        self.process: subprocess.Popen | None = None
+        self.arena = None  # grader-owned; must outlive the process that maps it
+        self.clock = None  # the grader's clock for this sandbox's calls (grader/clock.py)
+        self.isolation = "none"
+        self.removed_fatbins = 0  # fatbins this sandbox overwrote (pytest_nodus.fatbin), as it said
+        self.scratch: Path | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+    def start(self, arena_capacity: int) -> None:
+        """Start the process and give it an arena of ``arena_capacity`` bytes (``self.arena``)."""
+        import torch
+
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
+        arena_capacity = aligned(arena_capacity)  # keeps the flag word aligned
+        # On the GPU the calls allocate from a heap in the arena, so the grader can read
+        # their outputs where they were written (grader/heap_build.py).
+        heap_description = None
+        heap_bytes = 0
+        if self.device != "cpu":
+            heap_bytes = heap_build.heap_bytes(arena_capacity // 2)  # the arena holds two calls' slots
+            heap_description = {"library": str(heap_build.build()), "offset": arena_capacity, "bytes": heap_bytes}
+        whole, arena_description = create_arena(torch.device(self.device), arena_capacity + heap_bytes + FLAG_BYTES,
+                                                self.scratch)
+        self.clock = GraderClock(torch.device(self.device), whole)
+        self.arena = whole[:arena_capacity]  # inputs and receipts; the heap and the flag bytes lie past it
+        kernel_copy = self.scratch / "kernel_under_test.py"
+        shutil.copyfile(self.kernel_path, kernel_copy)
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        env = {k: os.environ[k] for k in _INHERITED if k in os.environ}
+        caches = self.cache_dir or self.scratch
+        env.update({
+            "HOME": str(self.scratch), "TMPDIR": str(self.scratch), "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": str(_IMPORT_ROOT), "PYTHONUNBUFFERED": "1",
+            "TRITON_CACHE_DIR": str(caches / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+        })
+        if self.role == "submission":
+            # Compile in-process: no worker pool outliving a call for the thread census to see.
+            env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+        if self.removed_kernels:
+            # Removal works only on kernels not yet on the GPU: modules load on first launch.
+            env["CUDA_MODULE_LOADING"] = "LAZY"
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        command = [sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
+                   str(rep_w), "--kernel", str(kernel_copy), "--entry-point", self.entry_point,
+                   "--device", self.device, "--scratch", str(self.scratch), "--role", self.role]
+        if not self.audit:
+            command.append("--no-audit")
+        for prefix in self.unreadable_libraries:
+            command += ["--unreadable-library", prefix]
+        for name in self.unreadable_packages:
+            command += ["--unreadable-package", name]
+        for directory in self.removed_templates:
+            command += ["--removed-templates", directory]
+        self._log = open(self.scratch / "sandbox.log", "wb")
+        self.process = subprocess.Popen(command, pass_fds=(req_r, rep_w), cwd=self.scratch, env=env,
+                                        stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        os.close(req_r)
+        os.close(rep_w)
+        self.clock.pid = self.process.pid
+        self._requests = Connection(req_w, readable=False)
+        self._replies = Connection(rep_r, writable=False)
+        protocol.send_request(self._requests, {"op": protocol.ARENA, "arena": arena_description,
+                                                "clock": self.clock.handles(), "heap": heap_description,
+                                                "remove": self.removed_kernels})
+        hello = self._await_reply(self.startup_timeout_s, during="start-up")
+        self.isolation = str(hello.get("isolation", "none"))
+        self.removed_fatbins = int(hello.get("removed_fatbins") or 0)
+        if not hello.get("ok"):
+            error = hello.get("error") or {}
+            raise SandboxFailure("error", "load_failed",
+                                 f"{error.get('type', 'Error')}: {error.get('message', 'could not be loaded')}")
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                protocol.send_request(self._requests, {"op": protocol.EXIT})
+                self.process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()
+        self.arena = None
+        self.clock = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, limit: int = 2000) -> str:
+        try:
+            return (self.scratch / "sandbox.log").read_bytes()[-limit:].decode(errors="replace")
+        except (OSError, TypeError):
+            return ""
+
+    # -- one call -----------------------------------------------------------------------
+    def call(self, layout: dict, scalars: dict, order: list, copies, receipts, timeout_s: float) -> Reading:
+        """Arm, open the grader's window, go, close it. ``copies`` are the (arena view,
+        pristine input) pairs the window writes; ``receipts`` the outputs' slots. Raises
+        SandboxFailure when the sandbox breaks the protocol, dies or hangs."""
+        reply = self.request({"op": protocol.CALL, "layout": layout, "scalars": scalars, "order": order}, timeout_s)
+        if reply.get("ok") and reply.get("stage") != protocol.ARMED:
+            raise SandboxFailure("flagged", "protocol_violation", "the sandbox did not arm the call")
+        if not reply.get("ok"):
+            return self._reading(reply, receipts, None)  # prepare failed (a trusted file): reported as it raised
+        window_ms = None
+        call_number = self.clock.open(copies, receipts)
+        try:
+            self.send({"op": protocol.GO, "call": call_number})
+            reply = self.receive(timeout_s, during="a call")
+            if not reply.get("ok"):
+                return self._reading(reply, receipts, None)  # the kernel raised
+            if reply.get("stage") != protocol.ENQUEUED:
+                raise SandboxFailure("flagged", "protocol_violation", "the sandbox reported a call it never enqueued")
+            snapshot = self.clock.close(receipts, reply.get("outputs"))
+            if not self.clock.cuda:
+                self.send({"op": protocol.ACK})  # the outputs are read and the clock is closed
+            reply = self.receive(timeout_s, during="a call's report")
+            window_ms = self.clock.elapsed_ms(timeout_s)
+            if window_ms is None and self.clock.cuda:
+                raise SandboxFailure("timeout", "timeout", f"the call did not finish on the GPU within {timeout_s:.0f} s")
+            return self._reading(reply, snapshot, window_ms)
+        finally:
+            if window_ms is None:
+                self.clock.release()  # its flag will never be written: free the grader's stream
+
+    def finish(self, timeout_s: float) -> dict:
+        """After a size: the late-write check and the kernel audit."""
+        return self.request({"op": protocol.FINISH}, timeout_s)
+
+    def _reading(self, report: dict, outputs: list, window_ms: float | None) -> Reading:
+        clock = self.clock
+        return Reading(report, outputs, window_ms, clock.helper_ms, clock.children_at_open, clock.opened_boot_ticks,
+                       self.process.pid, clock)
+
+    # -- requests -----------------------------------------------------------------------
+    def request(self, message: dict, timeout_s: float) -> dict:
+        """Send one request and return its reply. Raises SandboxFailure."""
+        self.send(message)
+        return self.receive(timeout_s, during=f"a {message['op']}")
+
+    def send(self, message: dict) -> None:
+        if not self.alive:
+            raise SandboxFailure("error", "sandbox_dead", "the sandbox is no longer running")
+        if self._replies.poll(0):
+            # Nothing may arrive unasked: a forged reply queued ahead of the real one.
+            raise SandboxFailure("flagged", "protocol_violation", "the sandbox sent data nobody asked for")
+        try:
+            protocol.send_request(self._requests, message)
+        except OSError:
+            raise self._death("a request") from None
+
+    def receive(self, timeout_s: float, during: str) -> dict:
+        """The next reply (a ``go`` has two: ``enqueued``, then the report)."""
+        reply = self._await_reply(timeout_s, during=during)
+        if protocol.HARNESS_ERROR in reply:
+            raise SandboxFailure("error", "harness_error", str(reply[protocol.HARNESS_ERROR])[:300])
+        return reply
+
+    def _await_reply(self, timeout_s: float, during: str) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._kill()
+                raise SandboxFailure("timeout", "timeout", f"no answer within {timeout_s:.0f} s during {during}")
+            try:
+                ready = self._replies.poll(min(remaining, 0.5))
+            except (OSError, EOFError):
+                raise self._death(during) from None
+            if ready:
+                try:
+                    reply = protocol.recv_reply(self._replies)
+                except EOFError:
+                    raise self._death(during) from None
+                except protocol.ProtocolError as exc:
+                    self._kill()
+                    raise SandboxFailure("flagged", "protocol_violation", str(exc)) from None
+                return reply
+            if not self.alive:
+                raise self._death(during)
+
+    def _death(self, during: str) -> SandboxFailure:
+        try:
+            code = self.process.wait(timeout=5) if self.process else None
+        except subprocess.TimeoutExpired:  # alive but closed its end of the channel
+            self._kill()
+            return SandboxFailure("flagged", "protocol_violation", f"the sandbox closed its channel during {during}")
+        self._kill()
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            return SandboxFailure("error", "crashed", f"the sandbox died of {name} during {during}")
+        return SandboxFailure("error", "process_exit", f"the sandbox exited (status {code}) during {during}")
+
+    def _kill(self) -> None:
+        if self.process is not None:
+            # The whole process group, also when the sandbox itself has exited: processes the
+            # submission started (tests/cheats/rmsnorm/forked_worker.py) must not outlive it.
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                if self.process.poll() is None:
+                    self.process.kill()
+            try:
+                self.process.wait(timeout=REAP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                # Stuck in teardown (the GPU driver): left behind rather than waited on forever.
+                sys.stderr.write(f"pytest-nodus: sandbox {self.process.pid} did not end within "
+                                 f"{REAP_TIMEOUT_S:.0f} s of SIGKILL; left behind\n")
+            reap_group(self.process.pid)
+        for conn in ("_requests", "_replies"):
+            c = getattr(self, conn, None)
+            if c is not None and not c.closed:
+                c.close()
+        if getattr(self, "_log", None) is not None and not self._log.closed:
+            self._log.close()

@@ -1,0 +1,204 @@
+"""One grade's state in one pytest process; in the controller it also gathers the verdicts.
+
+How a grade flows through pytest:
+
+1. ``pytest_configure`` (``grader/plugin.py``) checks the options and picks the grade seed:
+   ``--nodus-seed`` or a fresh one (local runs print it; sealed runs never show it). Under
+   xdist the controller picks it and hands it to every worker.
+2. ``pytest_generate_tests`` parametrizes ``nodus_size`` over public (+ hidden) sizes and
+   every graded test over ``--nodus-reruns``. Hidden ids are ``hidden-N``: no dims.
+3. Each graded test (marked ``nodus_graded``) names its size in its setup report, grades in
+   a sandbox and attaches its verdict to its call report (``user_properties``).
+4. ``pytest_runtest_logreport`` (in the controller under xdist) gathers both; a graded test
+   that named a size and produced no verdict (its worker died) counts as a failed size.
+5. ``pytest_sessionfinish`` folds them into the grade, writes ``--nodus-json``, and makes the
+   exit status non-zero unless the grade is correct.
+
+Nothing here imports torch until a grade is actually requested.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_nodus import __version__
+from pytest_nodus.grader.suite import GRADED_MARKER, GRADED_PROPERTY, RESULT_PROPERTY
+
+if TYPE_CHECKING:
+    from pytest_nodus.grader.options import Options
+
+
+class NodusSession:
+    """Per-process grade state; in the controller it also gathers every worker's verdicts."""
+
+    def __init__(self, config, options: Options):
+        self.config = config
+        self.options = options
+        self.started = time.monotonic()
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None and "nodus_seed" in workerinput:
+            self.grade_seed = int(workerinput["nodus_seed"])
+        elif options.seed is not None:
+            self.grade_seed = options.seed
+        else:
+            from pytest_nodus.grader.inputs import fresh_grade_seed
+
+            self.grade_seed = fresh_grade_seed()
+        self.results: list[dict] = []
+        self.usage_errors: list[str] = []
+        self.planned_dims: dict[str, list] = {}
+        # Graded tests by node id -> (size id, rerun), as their setup reports name them
+        # (GRADED_PROPERTY), so a test whose worker died mid-test still counts.
+        self.expected: dict[str, tuple[str, int]] = {}
+        self.reported: set[str] = set()
+        self.collected: set[str] = set()  # every test id collected (xdist: by the workers)
+        self.ran: set[str] = set()  # every test id a report came back for
+        self.grader = None
+        self.device = None
+        self.document = None
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def device_choice(self):
+        if self.device is None:
+            from pytest_nodus.grader import devices
+
+            try:
+                self.device = devices.choose(self.options.device_request)
+            except ValueError as exc:
+                raise pytest.UsageError(f"pytest-nodus: {exc}") from None
+        return self.device
+
+    def get_grader(self):
+        if self.grader is None:
+            from pytest_nodus.grader.grading import Grader
+
+            cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pytest-nodus" / "expert"
+            self.grader = Grader(self.options.submission, self.device_choice(), self.grade_seed, expert_cache=cache,
+                                 baselines=self.options.baselines, trusted=self.options.trusted)
+            self.grader.planned_dims = self.planned_dims
+        return self.grader
+
+    # -- pytest hooks ---------------------------------------------------------------------
+    def pytest_report_header(self, config):
+        if self.options.submission is None:
+            return None
+        seed = "secret (sealed)" if self.options.sealed else f"{self.grade_seed} (replay: --nodus-seed={self.grade_seed})"
+        return [f"nodus: submission {self.options.submission}, device {self.device_choice().describe()}, "
+                f"{'sealed' if self.options.sealed else 'local check'}, reruns {self.options.reruns}, seed {seed}"
+                f"{', TRUSTED (forbidden kernels waived)' if self.options.trusted else ''}"]
+
+    def pytest_configure_node(self, node):  # xdist controller -> worker
+        node.workerinput["nodus_seed"] = self.grade_seed
+
+    def pytest_generate_tests(self, metafunc):
+        env = getattr(metafunc.cls, "environment", None)
+        if env is None or self.options.submission is None:
+            return
+        if "nodus_rerun" in metafunc.fixturenames and self.options.reruns > 1:
+            reruns = range(self.options.reruns)
+            metafunc.parametrize("nodus_rerun", list(reruns), ids=[f"r{n}" for n in reruns])
+        if "nodus_size" in metafunc.fixturenames:
+            from pytest_nodus.grader.environment import load_hidden_sizes, sizes_to_grade
+
+            kind = self.device_choice().kind
+            hidden = ()
+            if self.options.sealed:
+                try:
+                    hidden = load_hidden_sizes(self.options.sealed_dir, env, kind)
+                except ValueError as exc:
+                    # Raised from collection_modifyitems: pytest then prints one ERROR line.
+                    self.usage_errors.append(f"pytest-nodus: {exc}")
+            sizes = sizes_to_grade(env, kind, hidden)
+            self.planned_dims[env.name] = [s.dims for s in sizes]
+            metafunc.parametrize("nodus_size", sizes, ids=[s.id for s in sizes])
+
+    @pytest.hookimpl(trylast=True)  # after -k/-m deselection: a partial run grades what it selected
+    def pytest_collection_modifyitems(self, session, config, items):
+        if self.usage_errors:
+            raise pytest.UsageError(self.usage_errors[0])
+        graded = [item for item in items if item.get_closest_marker(GRADED_MARKER)]
+        if graded and self.options.submission is None:
+            raise pytest.UsageError("pytest-nodus: grading an environment needs --nodus-submission=PATH")
+        self.collected.update(item.nodeid for item in items)
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self.collected.update(ids)
+
+    def pytest_runtest_logreport(self, report):
+        self.ran.add(report.nodeid)
+        for name, value in report.user_properties:
+            if name == GRADED_PROPERTY:
+                self.expected[report.nodeid] = (value["size"], value["rerun"])
+            elif name == RESULT_PROPERTY and report.nodeid not in self.reported:
+                self.reported.add(report.nodeid)
+                self.results.append(value)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.grader is not None:
+            self.grader.close()
+        if self.is_worker or self.options.submission is None or not (self.expected or self.reported):
+            return
+        from pytest_nodus.grader import environment, report
+
+        for nodeid in sorted(set(self.expected) - self.reported):
+            # A graded test with no verdict: its worker died or it errored before grading.
+            size_id, rerun = self.expected[nodeid]
+            self.results.append(_no_result(size_id, rerun, "this graded test produced no result (its worker died, "
+                                                           "or the grader raised: see the test's report)"))
+        if never := sorted(self.collected - self.ran):
+            # Collected and never run (every worker that could have run them died): the grade
+            # cannot vouch for them, whatever they were.
+            self.results.append(_no_result("fuzz", 0, f"{len(never)} collected test(s) never ran, e.g. {never[0]}"))
+        device = self.device_choice()
+        meta = {
+            "submission": {"path": str(self.options.submission),
+                           "sha256": environment.file_sha256(self.options.submission)},
+            "device": {"kind": device.kind, "name": device.name, "description": device.describe()},
+            "sealed": self.options.sealed,
+            "trusted": self.options.trusted,
+            "seed": None if self.options.sealed else self.grade_seed,
+            "wall_s": round(time.monotonic() - self.started, 3),
+            "grader": _grader_versions(),
+        }
+        self.document = report.build_grade(self.results, meta, self.options.reruns)
+        if self.options.json_path is not None:
+            report.write_json(self.document, self.options.json_path)
+        if self.document["status"] != "correct" and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.document is None:
+            return
+        from pytest_nodus.grader import report
+
+        terminalreporter.write_sep("=", "pytest-nodus grade")
+        for line in report.terminal_lines(self.document):
+            terminalreporter.write_line(line)
+
+
+
+
+def _no_result(size_id: str, rerun: int, detail: str) -> dict:
+    return {"id": size_id, "kind": size_id.split("-", 1)[0], "rerun": rerun, "status": "error", "timed": True,
+            "speedup": None, "flags": [{"size": size_id, "code": "no_result", "detail": detail}]}
+
+
+def _grader_versions() -> dict:
+    import torch
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    return {"version": __version__, "torch": torch.__version__, "triton": triton_version}

@@ -1,0 +1,148 @@
+"""The tests every environment suite runs, and how a verdict becomes a pytest outcome.
+
+An environment's test module is three lines::
+
+    class TestRMSNorm(EnvironmentSuite):
+        environment = ENVIRONMENT
+
+``test_size`` is parametrized by the plugin over the public sizes (and the hidden ones
+with ``--nodus-sealed``), ``test_fuzzed_sizes`` draws sizes with Hypothesis; both are
+repeated per ``--nodus-reruns``. An environment may add its own tests to its class.
+Each graded test attaches its verdict to the report (``user_properties``), which is how
+results reach the controller under xdist.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from pytest_nodus.grader import reward
+from pytest_nodus.grader.results import SizeResult
+
+GRADED_MARKER = "nodus_graded"  # the tests whose verdicts make the grade
+GRADED_PROPERTY = "nodus_graded"  # user property of a graded test's setup report: its size and rerun
+RESULT_PROPERTY = "nodus_result"  # user property of its call report: the SizeResult as JSON
+
+
+class _FatalFailure(BaseException):
+    """Stops Hypothesis at once (no shrinking through hangs and crashes)."""
+
+
+def _summary(result: SizeResult) -> str:
+    lines = [f"{result.id}: {result.status}"]
+    lines += [f"  [{f['code']}] {f['detail']}" for f in result.flags[:6]]
+    return "\n".join(lines)
+
+
+class GradeRunner:
+    """Binds the worker's grader to one pytest item."""
+
+    def __init__(self, grader, node, options):
+        self.grader = grader
+        self.node = node
+        self.options = options
+        # Named in the setup report: a worker that dies during the call still leaves the
+        # controller knowing which size it took with it.
+        params = getattr(node, "callspec", None)
+        params = params.params if params is not None else {}
+        size = params.get("nodus_size")
+        node.user_properties.append((GRADED_PROPERTY, {"size": size.id if size is not None else "fuzz",
+                                                       "rerun": int(params.get("nodus_rerun", 0))}))
+
+    def _record(self, result: SizeResult) -> None:
+        self.node.user_properties.append((RESULT_PROPERTY, result.as_json()))
+
+    def grade_size(self, env, size, rerun: int) -> SizeResult:
+        result = self.grader.grade_size(env, size, self.node.nodeid, rerun)
+        if result.status != "correct" and size.kind == "public" and not self.options.sealed \
+                and result.status in ("wrong", "error"):
+            smallest = self._shrink(env, size.dims, rerun)
+            if smallest is not None and smallest != dict(size.dims):
+                result.flags.append({"size": result.id, "code": "smallest_failing_size",
+                                     "detail": f"also fails at {smallest} (shrunk)"})
+        self._record(result)
+        if result.status != "correct":
+            pytest.fail(_summary(result), pytrace=False)
+        return result
+
+    def _shrink(self, env, dims, rerun):
+        counter = itertools.count(10_000)
+
+        def fails(trial):
+            return self.grader.check_fuzzed(env, trial, self.node.nodeid + "/shrink", next(counter), rerun).status != "correct"
+
+        from pytest_nodus.grader import fuzz
+
+        return fuzz.shrink(dict(dims), env.profile(self.grader.device.kind).domain, fails)
+
+    def fuzz_sizes(self, env, rerun: int) -> SizeResult:
+        from hypothesis import HealthCheck, given, seed, settings
+
+        from pytest_nodus.grader import fuzz, inputs
+
+        profile = env.profile(self.grader.device.kind)
+        examples: list[SizeResult] = []
+        counter = itertools.count()
+
+        @settings(max_examples=profile.fuzz_examples, deadline=None, database=self.options.hypothesis_database,
+                  suppress_health_check=list(HealthCheck), print_blob=not self.options.sealed)
+        @given(dims=fuzz.size_strategy(profile.domain))
+        def check(dims):
+            result = self.grader.check_fuzzed(env, dims, self.node.nodeid, next(counter), rerun)
+            examples.append(result)
+            if result.status in ("timeout", "error") and any(f["code"] in ("timeout", "load_failed", "crashed",
+                                                                            "process_exit") for f in result.flags):
+                raise _FatalFailure()
+            assert result.status == "correct", _summary(result)
+
+        hypothesis_seed = inputs.call_seed(self.grader.grade_seed, self.node.nodeid + "/hypothesis", rerun)
+        failure = None
+        try:
+            seed(hypothesis_seed)(check)()
+        except _FatalFailure:
+            failure = "stopped at the first hang or crash"
+        except Exception as exc:  # noqa: BLE001  Hypothesis's own errors (Flaky...) are failures too
+            failure = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        summary = self._fuzz_summary(examples, rerun, failure)
+        self._record(summary)
+        if summary.status != "correct":
+            pytest.fail(_summary(summary), pytrace=False)
+        return summary
+
+    def _fuzz_summary(self, examples, rerun, failure) -> SizeResult:
+        failed = [r for r in examples if r.status != "correct"]
+        last = failed[-1] if failed else None  # Hypothesis replays the shrunk example last
+        summary = SizeResult("fuzz", "fuzz", rerun, last.dims if last else None,
+                             env=examples[0].env if examples else None,
+                             isolation=examples[0].isolation if examples else None,
+                             # The fewest any example's sandbox removed: the JSON's
+                             # removed_fatbins is the minimum over sizes.
+                             removed_fatbins=min((r.removed_fatbins or 0 for r in examples), default=None),
+                             device=self.grader.device.torch_name)
+        summary.calls = sum(r.calls for r in examples)
+        for r in examples:
+            if r.error is not None:
+                summary.note_error(r.error, r.tolerance)
+        for r in failed:
+            for f in r.flags:
+                summary.flag(f["code"], f"{r.dims}: {f['detail']}" if r is last else f["detail"])
+        if failure and not failed:
+            summary.flag("fuzz_failed", failure)
+        summary.status = reward.worst([r.status for r in examples] + [summary.status])
+        return summary
+
+
+class EnvironmentSuite:
+    """Subclass with ``environment = <Environment>``; see the module docstring."""
+
+    environment = None
+
+    @pytest.mark.nodus_graded
+    def test_size(self, nodus_size, nodus_rerun, nodus_grade):
+        nodus_grade.grade_size(self.environment, nodus_size, nodus_rerun)
+
+    @pytest.mark.nodus_graded
+    def test_fuzzed_sizes(self, nodus_rerun, nodus_grade):
+        nodus_grade.fuzz_sizes(self.environment, nodus_rerun)

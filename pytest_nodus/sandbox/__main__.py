@@ -1,0 +1,156 @@
+"""``python -m pytest_nodus.sandbox``: start up in a fixed order, then serve the grader.
+
+The order is the seal: the device context and every grader-owned mapping (the arena, the
+clock's event, the heap) first, while the process may still reach the grader; then the
+kernels and templates the environment removes, before anything could have loaded them;
+then confinement; and only then the kernel file, from the scratch directory. A kernel file
+that fails to load is answered in the hello, as a grade, not a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from multiprocessing.connection import Connection
+
+import torch
+
+from pytest_nodus.sandbox import fatbin_removal, guard, harness, outputs, templates
+from pytest_nodus.sandbox.confine import confine, forget_project_root
+from pytest_nodus.sandbox.landlock import find_packages
+from pytest_nodus.shared import protocol
+from pytest_nodus.shared.arena import flag_word, open_shared, output_words
+
+
+def _arguments(argv):
+    parser = argparse.ArgumentParser(prog="pytest_nodus.sandbox")
+    parser.add_argument("--requests-fd", type=int, required=True)
+    parser.add_argument("--replies-fd", type=int, required=True)
+    parser.add_argument("--kernel", required=True)
+    parser.add_argument("--entry-point", default="kernel")
+    parser.add_argument("--device", required=True)
+    parser.add_argument("--scratch", required=True)
+    parser.add_argument("--role", choices=("submission", "expert", "baseline"), required=True)
+    parser.add_argument("--no-audit", action="store_true")
+    parser.add_argument("--unreadable-library", action="append", default=[])
+    parser.add_argument("--unreadable-package", action="append", default=[])
+    parser.add_argument("--removed-templates", action="append", default=[])
+    return parser.parse_args(argv)
+
+
+def _load_kernel(path: str, entry_point: str):
+    """The entry point and, if the file defines one, its untimed ``prepare``."""
+    spec = importlib.util.spec_from_file_location(harness.KERNEL_MODULE, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[harness.KERNEL_MODULE] = module
+    spec.loader.exec_module(module)
+    kernel = getattr(module, entry_point, None)
+    if not callable(kernel):
+        raise AttributeError(f"the file defines no callable '{entry_point}'")
+    prepare = getattr(module, "prepare", None)
+    return kernel, prepare if callable(prepare) else None
+
+
+def _remove_kernels(remove) -> tuple[int, object]:
+    """(fatbins removed, error or None). Before anything else runs: a removed kernel must
+    never have been loaded."""
+    if not remove:
+        return 0, None
+    try:
+        removal = fatbin_removal.overwrite(remove)
+    except (OSError, ValueError) as exc:
+        return 0, exc  # reported in the hello: the sandbox must not serve
+    if removal is None:
+        return 0, f"{remove['library']} is not loaded here"
+    return removal.removed, None
+
+
+def _grader_clock(device, arena, first):
+    """The grader's clock parts and the output heap (GPU), opened before confinement: the
+    event's IPC handle and the driver's stream memory operations need what confinement
+    takes away."""
+    if device.type != "cuda":
+        return None, None
+    from pytest_nodus.sandbox.heap import OutputHeap
+    from pytest_nodus.shared.stream_ops import StreamMemoryOps
+
+    clock = (torch.cuda.Event.from_ipc_handle(device, first["clock"]["go"]), flag_word(arena), output_words(arena),
+             StreamMemoryOps())
+    where = first["heap"]
+    return clock, OutputHeap(where["library"], arena[where["offset"]:where["offset"] + where["bytes"]], device)
+
+
+def main(argv=None) -> int:
+    args = _arguments(argv)
+    requests = Connection(args.requests_fd, writable=False)
+    replies = Connection(args.replies_fd, readable=False)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.empty(1, device=device)  # create the context before the device files are locked down
+    first = protocol.recv_request(requests)
+    removed_fatbins, removal_error = _remove_kernels(first.get("remove"))
+    arena = open_shared(first["arena"])  # once confined, this process could not import CUDA IPC memory
+    clock, heap = _grader_clock(device, arena, first)
+    try:
+        import triton  # noqa: F401  imported before confinement: the submission may use it
+        import triton.language  # noqa: F401
+    except ImportError:
+        pass
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from pytest_nodus.sandbox import triton_interpreter
+
+        triton_interpreter.install()
+    tripwire = None
+    if args.role == "submission":
+        unreadable = []
+        if args.removed_templates and removal_error is None:
+            try:
+                unreadable = templates.stub_out(tuple(args.removed_templates))
+            except (OSError, RuntimeError) as exc:
+                removal_error = exc  # fail closed, as for fatbins: reported in the hello
+        unreadable += find_packages(tuple(args.unreadable_package))
+        isolation, readable = confine(args.scratch, device, tuple(args.unreadable_library), unreadable)
+        tripwire = guard.EscapeTripwire(readable)
+        forget_project_root()
+    else:
+        isolation = "trusted"
+    integrity = guard.Integrity(harness, outputs)  # before the submission runs a single line
+    try:
+        if removal_error is not None:
+            raise RuntimeError(f"kernels could not be removed: {removal_error}")
+        kernel, prepare = _load_kernel(args.kernel, args.entry_point)
+        if args.role == "submission":
+            prepare = None  # untimed set-up is for the grader's own files (baselines); a submission's work is all timed
+    except BaseException as exc:  # noqa: BLE001  a syntax error is a grade, not a crash
+        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
+        protocol.send_reply(replies, {"ok": False, "isolation": isolation,
+                                       "error": {"type": type(exc).__name__, "message": f"{str(exc)[:300]}{where}"}})
+        return 0
+    # Replies go through the module's attribute, looked up at each send: a submission that
+    # rewrites it (tests/cheats/rmsnorm/forge_constant_time.py) must find it to rewrite.
+    serving = harness.Harness(device, kernel, arena, audit=not args.no_audit, integrity=integrity, tripwire=tripwire,
+                              prepare=prepare, clock=clock, heap=heap,
+                              send=lambda reply: protocol.send_reply(replies, reply),
+                              receive=lambda: protocol.recv_request(requests))
+    protocol.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid(),
+                                   "removed_fatbins": removed_fatbins})
+    handlers = serving.handlers()
+    while True:
+        try:
+            message = protocol.recv_request(requests)
+        except EOFError:
+            return 0
+        if message["op"] == protocol.EXIT:
+            return 0
+        try:
+            reply = handlers[message["op"]](message)
+        except Exception as exc:  # noqa: BLE001  harness failure: report, keep serving
+            reply = {"ok": False, protocol.HARNESS_ERROR: f"{type(exc).__name__}: {exc}"[:500]}
+        protocol.send_reply(replies, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""The sandbox's confinement: which trees it may read and write, set once, for good.
+
+Applied after the harness has imported everything it needs and the kernels an environment
+removes are gone, and before the kernel file is imported (``sandbox/__main__.py``). The
+rules themselves are the kernel's (:mod:`.landlock`); this module says what they cover:
+read the Python installation and system trees, less the libraries and package files the
+environment keeps out; write the scratch directory only; no TCP, no signals out.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+import sysconfig
+
+import torch
+
+from pytest_nodus.sandbox import landlock
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # pytest_nodus/
+PROJECT_ROOT = os.path.dirname(_PACKAGE)  # a checkout's root: expert/ and sealed_fixtures/ live there
+
+
+def confine(scratch: str, device: torch.device, unreadable_libraries=(), unreadable_paths=()) -> tuple[str, list[str]]:
+    """Returns the isolation level and the trees the sandbox may read."""
+    read = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/run", "/dev",
+            sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)), _PACKAGE}
+    read.update(site.getsitepackages())
+    read.update(p for p in sysconfig.get_paths().values() if p)
+    if site.ENABLE_USER_SITE and site.getusersitepackages():
+        read.add(site.getusersitepackages())
+    for module in (torch, sys.modules.get("triton"), sys.modules.get("numpy")):
+        if module is not None and getattr(module, "__file__", None):
+            read.add(os.path.dirname(os.path.dirname(os.path.realpath(module.__file__))))
+    devices = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"]
+    if device.type == "cuda":
+        devices += [os.path.join("/dev", n) for n in os.listdir("/dev") if n.startswith("nvidia")]
+    abi = landlock.restrict(sorted(read), [scratch], devices,
+                            landlock.find_libraries(unreadable_libraries) + list(unreadable_paths))
+    return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch})
+
+
+def forget_project_root() -> None:
+    """The project root is unreadable once confined; drop it from the import path too, so
+    imports from it (the expert, the sealed sizes) fail at once and plainly."""
+    sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != PROJECT_ROOT]
+    sys.path_importer_cache.clear()

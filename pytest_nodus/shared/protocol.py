@@ -1,0 +1,67 @@
+"""The messages between the grader and a sandbox: one request, then its reply, over pipes.
+
+Requests (grader -> sandbox) are pickled: the sandbox trusts the grader. Replies (sandbox
+-> grader) are JSON only, size-limited and checked by the grader: unpickling anything the
+submission could write would hand it the grader process.
+
+A call is three messages, so that only the call itself sits inside the grader's window:
+
+``CALL``   arm: build the arguments over the slots named in ``layout``, scrub free memory,
+           synchronise; reply ``{"ok", "stage": ARMED}``.
+``GO``     run it: the reply ``{"ok", "stage": ENQUEUED}`` comes as soon as the call has
+           returned (on the CPU with ``outputs``: where they lie in the sandbox's memory,
+           then the sandbox waits for ``ACK``); then the *report*:
+           ``{"ok", "flags", "t_stream_ms", "t_call_ms"}`` or ``{"ok": False, "error"}``.
+``FINISH`` after a size: the late-write check and the kernel audit, ``{"ok", "flags", "audit"}``.
+``EXIT``   end the process.
+
+The first message (``ARENA``) hands over the arena, the clock's event handle, the heap and
+the kernels to remove; its reply (the *hello*) is ``{"ok", "isolation", "pid",
+"removed_fatbins"}`` or ``{"ok": False, "error"}`` when the kernel file did not load.
+A reply holding ``HARNESS_ERROR`` means the harness itself failed.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from multiprocessing.connection import Connection
+from typing import Any
+
+ARENA, CALL, GO, ACK, FINISH, EXIT = "arena", "call", "go", "ack", "finish", "exit"
+ARMED, ENQUEUED = "armed", "enqueued"
+HARNESS_ERROR = "harness_error"
+# Reply keys a call's report must hold, numbers the grader checks before using them.
+TIME_KEYS = ("t_stream_ms", "t_call_ms")
+
+MAX_REPLY_BYTES = 1 << 20
+
+
+class ProtocolError(Exception):
+    """The sandbox sent something that is not a well-formed reply."""
+
+
+def send_request(conn: Connection, message: dict[str, Any]) -> None:
+    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def recv_request(conn: Connection) -> dict[str, Any]:
+    return pickle.loads(conn.recv_bytes())
+
+
+def send_reply(conn: Connection, message: dict[str, Any]) -> None:
+    conn.send_bytes(json.dumps(message, allow_nan=True).encode())
+
+
+def recv_reply(conn: Connection) -> dict[str, Any]:
+    try:
+        data = conn.recv_bytes(MAX_REPLY_BYTES)
+    except OSError as exc:  # message over the size limit
+        raise ProtocolError(f"reply too large or unreadable: {exc}") from None
+    try:
+        message = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise ProtocolError("reply is not JSON") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("reply is not a JSON object")
+    return message

@@ -1,0 +1,19 @@
+"""False positives: correct kernels of ten styles pass three sealed reruns."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import CORRECT
+
+pytestmark = pytest.mark.corpus
+
+
+def test_false_positive_set_is_large_enough():
+    assert len(list((CORRECT / "rmsnorm").glob("*.py"))) >= 10
+
+
+@pytest.mark.parametrize("kernel", sorted(p.stem for p in (CORRECT / "rmsnorm").glob("*.py")))
+def test_correct_kernel_styles_pass_three_sealed_reruns(grade, kernel):
+    result = grade(CORRECT / "rmsnorm" / f"{kernel}.py", "--nodus-reruns=3", sealed=True)
+    assert result.document["reruns"]["statuses"] == ["correct"] * 3, result.document["flags"]
+

@@ -1,0 +1,53 @@
+"""The leak canaries are not blind: each computes honestly once its secret is planted where it looks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import pytest
+from conftest import CHEATS, REPO
+
+pytestmark = pytest.mark.corpus
+
+
+# What each leak canary looks for, planted in the function that calls it.
+CANARY_PLANTS = {
+    "seed_from_environment": "os.environ['NODUS_GRADE_SEED'] = '7'",
+    "sizes_from_sys_modules": "sys.modules['leaky_grader'] = _module()",
+    "seed_from_gc": "obj = types.SimpleNamespace(grade_seed=7)",
+    "sizes_from_stack": "hidden_sizes = [{'M': 4, 'N': 64}]",
+}
+
+
+CANARY_DRIVER = """
+import importlib.util, os, sys, types, torch
+def _module():
+    m = types.ModuleType('leaky_grader'); m.planned_dims = [{'M': 4}]; return m
+spec = importlib.util.spec_from_file_location('canary', sys.argv[1])
+canary = importlib.util.module_from_spec(spec); spec.loader.exec_module(canary)
+x = torch.randn(4, 64).to(torch.bfloat16); w = torch.randn(64).to(torch.bfloat16)
+def call():
+    PLANT
+    return canary.kernel(x, w, 1e-6)
+out = call().float()
+xf = x.float()
+honest = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(torch.bfloat16).float()
+print('honest' if torch.allclose(out, honest) else 'guess')
+"""
+
+
+@pytest.mark.parametrize("canary", sorted(CANARY_PLANTS))
+def test_leak_canaries_see_a_planted_secret(canary):
+    """A canary that could not see a leak would score -24 for nothing: each must compute
+    honestly once its secret is planted where it looks, and guess when nothing is there."""
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO)}
+    seen = {}
+    for planted in (False, True):
+        driver = CANARY_DRIVER.replace("PLANT", CANARY_PLANTS[canary] if planted else "pass")
+        run = subprocess.run([sys.executable, "-c", driver, str(CHEATS / "rmsnorm" / f"{canary}.py")], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        seen[planted] = run.stdout.strip()
+    assert seen == {False: "guess", True: "honest"}
+

@@ -1,0 +1,49 @@
+"""The shipped correct kernels of both environments pass sealed reruns."""
+
+from __future__ import annotations
+
+import json
+import math
+import jsonschema
+import pytest
+from conftest import CORRECT, REPO
+from pytest_nodus.grader.report import SCHEMA_PATH
+
+pytestmark = pytest.mark.grade
+
+
+SOLUTION = REPO / "expert" / "rmsnorm" / "solution.py"
+
+
+STARTING = REPO / "env_suites" / "rmsnorm" / "starting_kernel.py"
+
+
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+@pytest.mark.parametrize("submission", [SOLUTION, STARTING], ids=["solution", "starting_kernel"])
+def test_correct_kernels_pass_three_sealed_reruns(grade, xdist, submission):
+    result = grade(submission, "--nodus-reruns=3", xdist=xdist, sealed=True)
+    document = result.document
+    jsonschema.validate(document, SCHEMA)
+    assert result.outcome.ret == 0, result.text
+    assert document["status"] == "correct", document["flags"]
+    assert document["reruns"]["statuses"] == ["correct"] * 3
+    assert math.isfinite(document["reward"]) and document["reward"] > -24
+    assert document["sealed"] is True and document["seed"] is None
+    kinds = {s["kind"] for s in document["sizes"]}
+    assert kinds == {"public", "hidden", "fuzz"}
+    assert len([s for s in document["sizes"] if s["kind"] == "fuzz"]) == 3
+    assert document["trusted"] is False
+    assert {s["device"] for s in document["sizes"]} == {"cpu"}  # xdist workers say which device graded
+    assert document["removed_fatbins"] == 0  # rmsnorm removes nothing, and the CPU has no fatbins
+
+
+@pytest.mark.parametrize("submission", [REPO / "expert" / "attention_backward" / "solution.py",
+                                        REPO / "env_suites" / "attention_backward" / "starting_kernel.py",
+                                        CORRECT / "attention_backward" / "torch_dense.py"],
+                         ids=["solution", "starting_kernel", "torch_dense"])
+def test_attention_correct_kernels_pass(grade, submission):
+    result = grade(submission, "--nodus-reruns=2", env="attention_backward", sealed=True)
+    assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]
+

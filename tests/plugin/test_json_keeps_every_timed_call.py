@@ -1,0 +1,50 @@
+"""The JSON keeps every timed call's readings, and the medians and rewards come from them."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import jsonschema
+import pytest
+from conftest import REPO
+from pytest_nodus.grader.report import SCHEMA_PATH
+
+pytestmark = pytest.mark.grade
+
+
+SOLUTION = REPO / "expert" / "rmsnorm" / "solution.py"
+
+
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+def test_each_timed_call_is_in_the_json_and_the_medians_come_from_them(grade):
+    document = grade(SOLUTION, "-k", "public or fuzz").document
+    jsonschema.validate(document, SCHEMA)
+    timed = [s for s in document["sizes"] if s["kind"] == "public"]
+    assert timed and all(s["timed_calls"] is None for s in document["sizes"] if s["kind"] == "fuzz")
+    for size in timed:
+        calls = size["timed_calls"]
+        assert set(calls) == {"expert", "submission"}
+        assert len(calls["expert"]) == len(calls["submission"]) == size["calls"] - 1  # the CPU plan: one warm-up
+        # On the CPU both claims are the main thread's CPU time: the medians are theirs.
+        assert all(c["t_stream_ms"] == c["t_call_ms"] and c["window_ms"] is not None for c in calls["submission"])
+        assert size["t_submission_claimed_ms"] == statistics.median(c["t_stream_ms"] for c in calls["submission"])
+        assert size["t_expert_ms"] == statistics.median(c["t_stream_ms"] for c in calls["expert"])
+
+
+def test_a_grade_counted_again_from_its_json_gives_its_rewards(grade, tmp_path):
+    """tools/recount.py reads timing-rule changes against recorded GPU grades; that is only
+    worth anything if counting a grade's recorded calls again reproduces the grade."""
+    document = grade(SOLUTION, "-k", "public", "--nodus-reruns=2").document
+    path = tmp_path / "grade.json"
+    path.write_text(json.dumps(document))
+    out = subprocess.run([sys.executable, str(REPO / "tools" / "recount.py"), str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    recorded, counted = out.splitlines()[0].split("rewards ")[1].split("  (")[0].split(" -> ")
+    assert recorded.split() == [f"{r:.3f}" for r in document["reruns"]["rewards"]]
+    assert counted == recorded, out
+    assert len(out.splitlines()) == 1, out  # no size moved
+

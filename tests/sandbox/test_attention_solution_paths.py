@@ -1,0 +1,59 @@
+"""Both dQ paths of the attention solution are within tolerance in the interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from conftest import REPO
+import pytest
+
+pytestmark = pytest.mark.grade
+
+
+SIZES = [
+    {"T": 96, "Hq": 4, "Hkv": 2, "D": 32, "B": 3, "W": 24},
+    {"T": 64, "Hq": 2, "Hkv": 1, "D": 64, "B": 2, "W": -1},
+    {"T": 80, "Hq": 4, "Hkv": 1, "D": 16, "B": 40, "W": 3},  # many one- and two-token documents
+    {"T": 70, "Hq": 2, "Hkv": 2, "D": 32, "B": 1, "W": 1},
+    {"T": 48, "Hq": 2, "Hkv": 1, "D": 256, "B": 2, "W": 16},  # the "large" head-dim class
+]
+
+
+# Run in a child: the interpreter must be chosen before triton is first imported.
+CHECK = """
+import importlib.util, json, sys
+import torch
+from pytest_nodus.sandbox import triton_interpreter
+triton_interpreter.install()
+from env_suites.attention_backward.environment import ENVIRONMENT as ENV
+from pytest_nodus.grader import inputs
+from pytest_nodus.grader.correctness import check_outputs
+spec = importlib.util.spec_from_file_location("solution", "expert/attention_backward/solution.py")
+solution = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(solution)
+rows = []
+for fused in (False, True):
+    solution.FUSED_DQ = {"small": fused, "large": fused}
+    for dims in json.loads(sys.argv[1]):
+        fresh = inputs.make_inputs(ENV, dims, 7, torch.device("cpu"))
+        out = solution.kernel(*[fresh[s.name] for s in ENV.contract.inputs])
+        checks = check_outputs(list(out), ENV.reference(fresh), ENV.contract, ENV.tolerance)
+        rows.append({"fused": fused, "dims": dims, "checks": [[c.name, c.error, c.limit] for c in checks]})
+print(json.dumps(rows))
+"""
+
+
+def test_both_dq_paths_of_the_attention_solution_are_within_tolerance():
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", CHECK, json.dumps(SIZES)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(rows) == 2 * len(SIZES)
+    failed = [(r["fused"], r["dims"], name, error, limit)
+              for r in rows for name, error, limit in r["checks"] if not error <= limit]
+    assert not failed, failed
+    assert {name for r in rows for name, _, _ in r["checks"]} == {"dq", "dk", "dv"}
+
