@@ -103,7 +103,7 @@ def main() -> int:
     args = parser.parse_args()
     names = args.kernels.split(",")
     modules = {n: load(n, KERNELS[n]) for n in names}
-    sizes = [("public", i, d) for i, d in enumerate(ENV.public_sizes)]
+    sizes = [("public", i, d) for i, d in enumerate(ENV.profile("cuda").sizes)]
     if args.sealed:
         sizes += [("hidden", i, d) for i, d in enumerate(load_hidden_sizes(args.sealed, ENV, "cuda"))]
     if args.only:
@@ -126,7 +126,7 @@ def main() -> int:
                 row["oob"] = cudnn_writes_past_outputs(modules["cudnn"], dims, seed=7)
             except Exception as exc:  # noqa: BLE001
                 row["oob"] = f"{type(exc).__name__}"
-        row["tflop"] = ENV.flops(dims) / 1e12
+        row["tflop"] = ENV.cost.flops(dims) / 1e12
         rows.append(row)
     print("\nsize       dims                               " + " ".join(f"{n + ' ms':>12} {'err':>5}" for n in names)
           + "  cuDNN TF/s  sol TF/s  sol/cuDNN  flex/cuDNN  cuDNN oob")

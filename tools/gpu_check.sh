@@ -16,12 +16,10 @@
 #   bash tools/gpu_check.sh bench        # attention benchmark, every kernel
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
-#   bash tools/gpu_check.sh spin_ab      # the grader's pre-call spin, 2M against 8M cycles, on the
-#                                        # attention expert as a submission at its 3 shortest sizes
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
-# ATTENTION_PARALLEL=N grades N attention cheats at once (default 1: four at once stalled in
-# run 25); FAULTHANDLER_S=N (default 240) dumps a grade's stacks into its log when one size
+# ATTENTION_PARALLEL=N grades N attention cheats at once (default 1: an attention grade's
+# grader holds up to ~22 GiB of GPU memory); FAULTHANDLER_S=N (default 240) dumps a grade's stacks into its log when one size
 # runs longer.
 # --gpu N first pins the whole invocation to GPU N (two invocations can then share a
 # 2-GPU machine); NODUS_DEADLINE=<epoch s> makes grades that would start after it skip,
@@ -40,8 +38,7 @@ grade() {  # env name submission [extra pytest args...]
   local env=$1 name=$2 sub=$3; shift 3
   local t0=$(date +%s.%N) left=$(( NODUS_DEADLINE - $(date +%s) ))
   if [ $left -lt 30 ]; then echo "$name skipped (deadline)"; return; fi
-  # faulthandler: a size that runs past FAULTHANDLER_S dumps every thread's stack into the
-  # log (run 25's four parallel grades stalled with nothing to show where).
+  # faulthandler: a size that runs past FAULTHANDLER_S dumps every thread's stack into the log.
   timeout $(( left < ${GRADE_TIMEOUT:-900} ? left : ${GRADE_TIMEOUT:-900} )) python3 -m pytest env_suites/$env -q -p no:cacheprovider \
       -o faulthandler_timeout=${FAULTHANDLER_S:-240} --nodus-submission="$sub" \
       --nodus-json="$WORK/$name.json" "$@" > "$WORK/$name.log" 2>&1
@@ -50,9 +47,8 @@ grade() {  # env name submission [extra pytest args...]
 export -f grade; export WORK
 styles() {
   # False positives: every correct style must pass, 3 sealed reruns each (timed sizes; in
-  # parallel, the per-GPU lock keeps timings exclusive). Two at a time: with four, all four
-  # interleave under the lock and finish late together (runs 20-21 lost every one to the
-  # deadline). STYLES="a b" grades only those (file stems), e.g. the ones a deadline cut.
+  # parallel, the per-GPU lock keeps timings exclusive). Two at a time: more interleave under
+  # the lock and all finish late together. STYLES="a b" grades only those (file stems).
   { if [ -n "${STYLES:-}" ]; then printf 'tests/correct/rmsnorm/%s.py\n' $STYLES; else ls tests/correct/rmsnorm/*.py; fi; } |
     xargs -P ${STYLES_PARALLEL:-2} -I{} bash -c \
     'f={}; grade rmsnorm correct_$(basename $f .py) $f $SEALED --nodus-reruns=3 -k "public or hidden"'
@@ -72,9 +68,8 @@ for MODE in "${@:-quick}"; do
     # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
     # Call limit: 20 s stops rmsnorm's infinite loop soon; attention's first call compiles.
     # CHEATS="rmsnorm/kill_grader attention_backward/zero_gradients" grades only those.
-    # Attention cheats one at a time (ATTENTION_PARALLEL): four at once on one GPU (run 25)
-    # each failed its first size and then none finished in 500 s, where one at a time each
-    # grades in about 30 s (runs 26-27); the cause is not established (docs/h200/NOTES.md).
+    # Attention cheats one at a time by default (ATTENTION_PARALLEL): several attention
+    # graders on one GPU can run it out of memory, which floors a size as grader_out_of_memory.
     for env in rmsnorm:20:${RMSNORM_PARALLEL:-4} attention_backward:60:${ATTENTION_PARALLEL:-1}; do
       IFS=: read -r name limit lanes <<< "$env"
       { if [ -n "${CHEATS:-}" ]; then printf '%s\n' $CHEATS | grep "^$name/" | sed 's#^#tests/cheats/#; s#$#.py#'
@@ -83,7 +78,7 @@ for MODE in "${@:-quick}"; do
     done ;;
   gpu_cheats)
     # The attention corpus (one at a time, as above) and the GPU-only rmsnorm cheats
-    # (tests/test_cheats.py: GPU_ONLY), the two lanes side by side.
+    # (those whose EXPECT names cuda only), the two lanes side by side.
     ls tests/cheats/attention_backward/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
       'grade attention_backward cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' &
     for n in side_stream event_fake_join cuda_graph_stale_pointers gpu_hang skip_output_copy; do echo tests/cheats/rmsnorm/$n.py; done |
@@ -97,18 +92,6 @@ for MODE in "${@:-quick}"; do
     [ "$MODE" != attention_stability ] && grade rmsnorm expert_x5 expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=5
     [ "$MODE" != rmsnorm_stability ] && grade attention_backward attn_expert_x5 expert/attention_backward/expert_cuda.py \
       $SEALED --nodus-reruns=5 --nodus-trusted -k "not fuzzed" ;;
-  spin_ab)
-    # The grader's pre-call spin, 2M cycles (before run 47) against 8M (pytest_nodus.clock),
-    # alternating, on the attention expert graded as a submission at its three shortest
-    # sizes, where a call's host work can outlast its GPU work. tools/probes/spin_cycles.py
-    # sets the spin in the grader's process only.
-    for round in 1 2; do
-      for cycles in 2000000 8000000; do
-        PYTHONPATH=$PWD:$PWD/tools/probes NODUS_PROBE_SPIN_CYCLES=$cycles grade attention_backward \
-          attn_spin${cycles}_r$round expert/attention_backward/expert_cuda.py $SEALED --nodus-trusted \
-          --nodus-reruns=3 -p spin_cycles -k "public-0 or hidden-1 or hidden-2"
-      done
-    done ;;
   baselines)
     # Every timed size, sealed; fuzzed sizes have no baseline and are left out.
     # BASELINES_K="public" (or "hidden") grades a part, e.g. one part per GPU.
@@ -132,6 +115,8 @@ for MODE in "${@:-quick}"; do
   esac
 done
 # One archive per invocation, named by its modes: a second invocation in the same command
-# must not overwrite the first's grades (it did in run 11).
+# must not overwrite the first's grades.
 tar czf "$OUT/gpu-grades-$TAG$(IFS=-; echo "${*:-quick}").tar.gz" -C "$WORK" .
-ls "$WORK"/*.json >/dev/null 2>&1 && python3 tools/grade_table.py "$WORK"/*.json
+ls "$WORK"/*.json >/dev/null 2>&1 && python3 -m pytest_nodus.commands.table "$WORK"/*.json
+# Cheats against the verdicts their files declare for the GPU (EXPECT["cuda"]).
+ls "$WORK"/cheat_*.json >/dev/null 2>&1 && python3 tests/corpus/expectations.py "$WORK"/cheat_*.json

@@ -83,6 +83,7 @@ def _domain(max_t: int, heads: tuple[int, ...], head_dims: tuple[int, ...], wind
         {"T": IntRange(1, max_t), "Hq": Choice(heads), "Hkv": Choice(heads), "D": Choice(head_dims),
          "B": IntRange(1, 64), "W": Choice(windows)},
         constraint=lambda d: d["Hq"] % d["Hkv"] == 0 and d["B"] <= d["T"],
+        constraint_text="Hq a multiple of Hkv, B <= T",
     )
 
 

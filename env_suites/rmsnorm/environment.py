@@ -37,7 +37,8 @@ def reference(inputs: dict) -> tuple[torch.Tensor]:
 
 def _domain(max_m: int, max_n: int, max_elements: int) -> SizeDomain:
     return SizeDomain({"M": IntRange(1, max_m), "N": IntRange(1, max_n)},
-                      constraint=lambda d: d["M"] * d["N"] <= max_elements)
+                      constraint=lambda d: d["M"] * d["N"] <= max_elements,
+                      constraint_text=f"M * N <= 2^{max_elements.bit_length() - 1}")
 
 
 ENVIRONMENT = Environment(

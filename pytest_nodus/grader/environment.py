@@ -110,6 +110,7 @@ class SizeDomain:
 
     dims: Mapping[str, Dim]
     constraint: Callable[[Dims], bool] = lambda dims: True
+    constraint_text: str = ""  # the constraint in words, for the task card ("M * N <= 2^27")
 
     def contains(self, dims: Dims) -> bool:
         for name, dim in self.dims.items():

@@ -36,12 +36,12 @@ def test_each_timed_call_is_in_the_json_and_the_medians_come_from_them(grade):
 
 
 def test_a_grade_counted_again_from_its_json_gives_its_rewards(grade, tmp_path):
-    """tools/recount.py reads timing-rule changes against recorded GPU grades; that is only
+    """nodus-recount reads timing-rule changes against recorded GPU grades; that is only
     worth anything if counting a grade's recorded calls again reproduces the grade."""
     document = grade(SOLUTION, "-k", "public", "--nodus-reruns=2").document
     path = tmp_path / "grade.json"
     path.write_text(json.dumps(document))
-    out = subprocess.run([sys.executable, str(REPO / "tools" / "recount.py"), str(path)],
+    out = subprocess.run([sys.executable, "-m", "pytest_nodus.commands.recount", str(path)],
                          capture_output=True, text=True, check=True).stdout
     recorded, counted = out.splitlines()[0].split("rewards ")[1].split("  (")[0].split(" -> ")
     assert recorded.split() == [f"{r:.3f}" for r in document["reruns"]["rewards"]]

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.grade
 
 def test_workspace_has_the_task_and_nothing_sealed(tmp_path):
     dest = tmp_path / "agent"
-    subprocess.run([sys.executable, "-m", "pytest_nodus.workspace", "rmsnorm", str(dest),
+    subprocess.run([sys.executable, "-m", "pytest_nodus.commands.workspace", "rmsnorm", str(dest),
                     "--suites", str(REPO / "env_suites")], check=True, cwd=REPO, capture_output=True)
     assert sorted(p.name for p in dest.iterdir()) == ["TASK.md", "check.sh", "kernel.py", "public_sizes.json"]
     text = "\n".join(p.read_text() for p in dest.iterdir())
@@ -34,7 +34,7 @@ def test_workspace_has_the_task_and_nothing_sealed(tmp_path):
 
 def test_local_check_runs_the_public_suite(tmp_path):
     dest = tmp_path / "agent"
-    subprocess.run([sys.executable, "-m", "pytest_nodus.workspace", "rmsnorm", str(dest),
+    subprocess.run([sys.executable, "-m", "pytest_nodus.commands.workspace", "rmsnorm", str(dest),
                     "--suites", str(REPO / "env_suites")], check=True, cwd=REPO, capture_output=True)
     out = subprocess.run(["bash", str(dest / "check.sh"), "--nodus-device=cpu", f"--rootdir={REPO}"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=600,

@@ -142,7 +142,7 @@ def main() -> int:
     parser.add_argument("--kernels", default="dkdv,dq,fused")
     args = parser.parse_args()
     kernels = args.kernels.split(",")
-    sizes = [(f"public-{i}", d) for i, d in enumerate(ENV.public_sizes)]
+    sizes = [(f"public-{i}", d) for i, d in enumerate(ENV.profile("cuda").sizes)]
     if args.sealed:
         sizes += [(f"hidden-{i}", d) for i, d in enumerate(load_hidden_sizes(args.sealed, ENV, "cuda"))]
     if args.only:

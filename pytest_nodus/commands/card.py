@@ -1,0 +1,94 @@
+"""The task card's declared facts, generated from the environment's declaration.
+
+    nodus-card env_suites/rmsnorm [--check]
+
+A card (``TASK.md``) explains; the numbers a submission is held to (sizes, size domain,
+tolerance, time limit, what is forbidden) come from ``environment.py`` and are written
+between the markers below, so the two cannot disagree (``--check`` exits 1 if they do;
+``tests/unit/test_task_cards.py`` runs it for every environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+BEGIN = "<!-- nodus:declared: generated from environment.py by nodus-card; do not edit by hand -->"
+END = "<!-- /nodus:declared -->"
+KINDS = {"cuda": "GPU", "cpu": "CPU (local mode)"}
+
+
+def _dims(dims) -> str:
+    return ", ".join(f"{k}={v}" for k, v in dims.items())
+
+
+def _domain(domain) -> str:
+    from pytest_nodus.grader.environment import IntRange
+
+    parts = [f"{name} in [{d.low}, {d.high}]" if isinstance(d, IntRange) else
+             f"{name} in {{{', '.join(str(v) for v in d.values)}}}" for name, d in domain.dims.items()]
+    return "; ".join(parts) + (f"; {domain.constraint_text}" if domain.constraint_text else "")
+
+
+def _tolerance(name: str, tol) -> str:
+    from pytest_nodus.grader.correctness import ElementwiseRelative, Normwise
+
+    if isinstance(tol, ElementwiseRelative):
+        return (f"`{name}`: every element |out - ref| / (|ref| + {tol.floor_fraction:g} rms(ref)) <= {tol.limit:g}")
+    if isinstance(tol, Normwise):
+        floor = f", at least {tol.floor_fraction:g} ||{tol.floor_from}_ref||" if tol.floor_from else ""
+        return f"`{name}`: ||out - ref|| / ||ref||{floor} <= {tol.limit:g}"
+    return f"`{name}`: {tol!r}"
+
+
+def render(env) -> str:
+    lines = [BEGIN, "", "| | " + " | ".join(KINDS[k] for k in env.profiles) + " |",
+             "|---|" + "---|" * len(env.profiles)]
+    rows = {
+        "public sizes (timed)": lambda p: "<br>".join(_dims(d) for d in p.sizes),
+        "fuzzed sizes": lambda p: _domain(p.domain),
+        "time limit per call": lambda p: f"{p.call_timeout_s:g} s",
+    }
+    for label, cell in rows.items():
+        lines.append(f"| {label} | " + " | ".join(cell(p) for p in env.profiles.values()) + " |")
+    lines += ["", "Tolerance (against an fp32 reference; NaN or inf anywhere fails):"]
+    lines += [f"- {_tolerance(name, tol)}" for name, tol in env.tolerance.items()]
+    forbidden = "; ".join(f.name for f in env.forbid) or "nothing beyond the defaults"
+    lines += ["", f"Forbidden: {forbidden}.", "", END]
+    return "\n".join(lines)
+
+
+def load(folder: Path):
+    folder = Path(folder).resolve()
+    sys.path.insert(0, str(folder.parents[1]))
+    return importlib.import_module(f"{folder.parent.name}.{folder.name}.environment").ENVIRONMENT
+
+
+def update(card: str, env) -> str:
+    if BEGIN not in card or END not in card:
+        raise ValueError("the card has no nodus:declared block")
+    head, rest = card.split(BEGIN, 1)
+    return head + render(env) + rest.split(END, 1)[1]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="nodus-card", description=__doc__.split("\n")[0])
+    parser.add_argument("folder", type=Path, help="an environment folder (env_suites/<name>)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if TASK.md differs from the declaration")
+    args = parser.parse_args(argv)
+    path = args.folder / "TASK.md"
+    card = path.read_text()
+    fresh = update(card, load(args.folder))
+    if args.check:
+        if fresh != card:
+            print(f"{path}: the declared block differs from environment.py (run nodus-card {args.folder})")
+            return 1
+        return 0
+    path.write_text(fresh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
