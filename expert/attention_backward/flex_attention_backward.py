@@ -16,7 +16,7 @@ each call overwrites, so Dynamo sees the same function and the same tensor every
 no recompilation between calls. Each new size is one compilation (dynamic=False: the
 fastest kernels); Dynamo's default limit of 8 per function would fall back to unfused
 flex_attention at the 9th size of a grade, which materialises the whole score matrix
-(the bench asked for 256 GiB at T = 65536 in run 14), so the limit is raised.
+(256 GiB at T = 65536), so the limit is raised.
 """
 
 import torch

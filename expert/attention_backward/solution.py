@@ -15,11 +15,11 @@ Structure it exploits:
 * dQ by a second kernel that recomputes the scores (no fp32 atomics): 7 matmul-sized
   products per tile pair instead of 5, traded for no contention and deterministic output.
   The 5-product alternative (dQ by relaxed fp32 atomics from the dK/dV kernel, ``FUSED_DQ``)
-  was measured 1.19-1.30x slower at every timed size (run 44, docs/h200/NOTES.md).
+  was measured 1.19-1.30x slower at every timed size on the H200 (docs/results/attention_backward.md).
 * Tile shapes, warps and stages per head dim by autotuning among a few candidates measured
   on the H200 (keys: head dim and group size).
 * The per-element mask only on tiles that need it (diagonal, window edge, document edge);
-  interior tiles skip it (run 28: dK/dV at D = 256 1.78 ms instead of 2.88 ms).
+  interior tiles skip it (on the H200, dK/dV at D = 256: 1.78 ms instead of 2.88 ms).
 """
 
 import torch
@@ -85,7 +85,7 @@ def _by_head_dim(small, large):
 
 # (BLOCK_M, BLOCK_N, warps, stages). dK/dV holds a block of keys (BLOCK_N) and streams queries;
 # dQ holds queries and streams keys. Chosen from 24 candidates per kernel and head-dim class at
-# the 9 timed sizes on the H200 (tools/probes/attention_tiles.py, run 28): each listed shape
+# the 9 timed sizes on the H200 (tools/probes/attention_tiles.py): each listed shape
 # was the best, or within 7% of it, at some size of its class. At D = 256 the dK/dV tile is
 # 64 x 64 with 8 warps, so the two [64, 256] fp32 accumulators spread over 256 threads, and
 # one or two stages (the depths measured there).
@@ -209,8 +209,8 @@ def _dq_finish(dq_acc_ptr, dq_ptr, N, scale, BLOCK: tl.constexpr):
 
 
 # Whether dQ is accumulated inside the dK/dV kernel (_dkdv_dq) or computed by its own kernel
-# (_dq), per head-dim class ("small": D <= 128). Its own kernel, at both: on the H200 (run 44,
-# tools/probes/attention_tiles.py, each path at its best config) the fused path was 1.19-1.30x
+# (_dq), per head-dim class ("small": D <= 128). Its own kernel, at both: on the H200
+# (tools/probes/attention_tiles.py, each path at its best config) the fused path was 1.19-1.30x
 # slower than the split pair at every timed size; the atomics cost more than the two
 # recomputed products save. Kept so that the probe can measure it again on another GPU.
 FUSED_DQ = {"small": False, "large": False}

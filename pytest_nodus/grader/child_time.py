@@ -59,9 +59,8 @@ def ended_between(opened: tuple[int, dict[int, int]], closed: tuple[int, dict[in
     reaped time alone would bill its whole life to whichever call that lands in. So a zombie
     from before the window is taken out when it is reaped inside it (to within the rounding
     above: only a zombie that ended before the window earns that slack), and a child that
-    ran and ended inside the window counts, reaped or not. (This was the first suspect for
-    run 33's flagged torch.compile kernel; run 34 showed it was not: no child as the call
-    began. See pytest_nodus.grading.Grader._children_ran.)"""
+    ran and ended inside the window counts, reaped or not (grader/checks.py,
+    ``children_ran``, says how such a call is then judged)."""
     (reaped_open, zombies_open), (reaped_close, zombies_close) = opened, closed
     gone = [pid for pid in zombies_open if pid not in zombies_close]
     reaped = reaped_close - reaped_open - sum(zombies_open[pid] for pid in gone)

@@ -14,7 +14,7 @@ every call itself, as a window whose two ends only the grader can place:
   queued on the grader's stream behind a wait for a flag word in the arena to reach the
   call's number. The harness writes, in its stream's order right after the call, where
   each output starts (one word per output, beside the flag: outputs are allocated in the
-  arena's heap, :mod:`pytest_nodus.heap`), then the call's number into the flag (CUDA
+  arena's heap, ``sandbox/heap.py``), then the call's number into the flag (CUDA
   stream memory operations, ``cuStreamWriteValue64/32``). The snapshot is a grader kernel
   that reads those words on the GPU and copies the outputs from where they are; it is
   what gets verified. A flag written early only makes the snapshot read poison or
@@ -25,7 +25,7 @@ every call itself, as a window whose two ends only the grader can place:
 The window also holds the fixed cost of the copies, the flush, the snapshot and the spin's tail. That
 cost is the same for expert and submission at a size, so the grader measures it on the
 expert (window minus the expert's own event time, which is trusted) and subtracts it
-(:mod:`pytest_nodus.timing`).
+(``grader/timing.py``).
 
 On the CPU the window is the CPU time the sandbox process spent, all threads summed (ended
 ones too), from ``go`` until the grader has read the outputs: Linux's per-process CPU
@@ -46,8 +46,7 @@ one per call and waited for it, so none was alive when the clock read its descen
 Why a flag word and not a second interprocess event: a CUDA stream waits on "the event's
 latest record when the wait was enqueued", so the grader could only queue its end after
 the sandbox said it had recorded, a host round trip late. Whenever the GPU had finished by
-then, that round trip was timed: on the H200 (run 16) two correct host-bound styles were
-flagged for it. A wait on a value is queued when the window opens, so the window ends on
+then, that round trip was timed: correct host-bound kernels were flagged for it on the H200. A wait on a value is queued when the window opens, so the window ends on
 the GPU the moment the flag is written. The grader can also write the flag itself to free
 its own stream when a sandbox dies before writing it.
 """
@@ -66,13 +65,11 @@ from pytest_nodus.shared.stream_ops import StreamMemoryOps
 
 # ~4 ms at the H200's ~2 GHz boost clock: room for the rest of open()'s enqueueing, the pipe
 # round trip and the call's host-side launches, so that a call whose host work outlasts its
-# GPU work is still timed as GPU work. 1 ms (run 9 measured a torch.compile call's host
-# overhead) was not always enough: on the slower host of H200 run 46, cuDNN's 0.35 ms call at
-# attention hidden-1 read 0.35-0.94 ms, its launches landing after the GPU had reached them,
-# and the expert graded as a submission fell to -0.079 (runs 40 and 43: +0.042, -0.003).
-# Run 47 alternated the two in one session: at its three shortest sizes the expert as a
-# submission read 0.913-1.077x per rerun with 1 ms, 0.994-0.998x with 4 ms. The spin is
-# before the window opens: it costs wall time only, ~3 ms per timed call more.
+# GPU work is still timed as GPU work. With ~1 ms, cuDNN's 0.35 ms attention call could read
+# 0.35-0.94 ms on a slower host (its launches landing after the GPU had reached them): the
+# attention expert graded as a submission read 0.913-1.077x per rerun at its three shortest
+# sizes, and 0.994-0.998x with 4 ms (docs/timing.md). The spin is before the window opens:
+# it costs wall time only, ~4 ms per timed call.
 SPIN_CYCLES = 8_000_000
 _gather_kernel = None
 
@@ -111,7 +108,7 @@ class GraderClock:
         # CPU time the sandbox's child processes spent in the last window (ms): on the CPU its
         # live descendants' and those of its children that ended in it, and the window counts
         # it; on the GPU the ended children's (live ones are flagged as alive). A correct kernel
-        # has none (pytest_nodus.grading flags it on timed calls).
+        # has none (grader/checks.py flags it on timed calls).
         self.helper_ms: float | None = None
         self._ended_open: tuple[int, dict[int, int]] | None = None
         self.opened_boot_ticks = 0  # when the last window opened, in /proc's clock ticks since boot
@@ -166,8 +163,8 @@ class GraderClock:
         self.helper_ms = None
         kids = children(self.pid) if self.pid is not None else set()  # one /proc walk for both
         self._ended_open, self.opened_boot_ticks = child_time.ended_children(self.pid, kids), child_time.boot_ticks()
-        # For a flag's detail: which children a timed call began with (run 33's flag on a
-        # correct kernel could not say where its 80 ms of children's CPU came from).
+        # For a flag's detail: which children a timed call began with, so a flag on children's
+        # CPU time says where that time came from.
         self.children_at_open = describe_processes(kids)
         if not self.cuda:
             for view, pristine in copies:
@@ -183,8 +180,8 @@ class GraderClock:
             # allocation after it can run out of memory (another grade or the submission holds
             # the GPU's memory), and the allocator then frees its cache with cudaFree, which
             # waits for the whole device: for this stream, which waits for the flag, which the
-            # sandbox writes only after open() returns. Four attention grades on one GPU
-            # deadlocked that way in runs 25 and 31, holding the GPU lock.
+            # sandbox writes only after open() returns: a deadlock that holds the GPU lock
+            # (seen with four attention grades on one GPU).
             snapshot = [self._snapshot_buffer(slot) for slot in range(len(receipts))]
             torch.cuda._sleep(SPIN_CYCLES)
             self.opened.record(self.stream)

@@ -81,9 +81,9 @@ def choose(requested: str) -> Device:
 
 # How long a grade waits for another grade's hold on its GPU before it gives up on the size
 # (``--nodus-gpu-wait``). A hold lasts one size of one grade, first-call compiles included
-# (FlexAttention's cold compile took 223 s on the H200, run 14); half an hour is several of
-# those. Before it had a bound, one grader blocked inside CUDA while holding the lock (run
-# 31, since fixed) stalled every grade on that GPU for good.
+# (FlexAttention's cold compile takes ~220 s on the H200); half an hour is several of those.
+# Unbounded, one grader blocked inside CUDA while holding the lock stalls every grade on that
+# GPU for good.
 GPU_WAIT_S = 1800.0
 
 

@@ -10,7 +10,7 @@ Inputs and output receipts of a call are placed in one half of the sandbox's are
 halves alternating, so consecutive calls never overlap and addresses repeat every other
 call with new values in them: a cache keyed on pointers (or a replayed CUDA graph) hits
 and returns a stale answer, which verification then catches. A call's values are written
-into the arena only once the grader's clock has started for it (:mod:`pytest_nodus.clock`),
+into the arena only once the grader's clock has started for it (``grader/clock.py``),
 so no call can see, and batch, the inputs of a later one, and no work on them can start
 before they are timed. The grader keeps its own pristine copy of every input: the
 reference is computed from it, and the arena copy is compared with it after the call to

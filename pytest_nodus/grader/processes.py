@@ -68,7 +68,7 @@ def describe_processes(pids) -> list[str]:
 
 def living(pids) -> set[int]:
     """The ones of ``pids`` that still run: a zombie has ended and only waits to be reaped
-    (its CPU time is the clock's business: pytest_nodus.clock._ended_between)."""
+    (its CPU time is the clock's business: grader/child_time.py)."""
     return {pid for pid in pids if (fields := stat_fields(pid)) and fields[0] != "Z"}
 
 

@@ -117,7 +117,7 @@ class Sandbox:
         self.arena = None  # grader-owned; must outlive the process that maps it
         self.clock = None  # the grader's clock for this sandbox's calls (grader/clock.py)
         self.isolation = "none"
-        self.removed_fatbins = 0  # fatbins this sandbox overwrote (pytest_nodus.fatbin), as it said
+        self.removed_fatbins = 0  # fatbins this sandbox overwrote (sandbox/fatbin_removal.py), as it said
         self.scratch: Path | None = None
 
     # -- lifecycle --------------------------------------------------------------------

@@ -6,7 +6,7 @@ behind it) and to the end of a device-wide synchronise (``t_call``),
 or with its main thread's CPU time on the CPU. Expert and submission are timed in the same run,
 interleaved call by call (order alternating), each call on fresh inputs with L2 flushed.
 Those are the sandbox's claims; the grader also times every call on its own clock
-(:mod:`pytest_nodus.clock`), and that window is what the claims are held to.
+(``grader/clock.py``), and that window is what the claims are held to.
 
 Five rules turn them into numbers the grader trusts:
 
@@ -25,17 +25,17 @@ Five rules turn them into numbers the grader trusts:
   ``max(t_stream, t_call - L)``: timed in full either way.
 - **A return marked late.** Now and then the GPU stamps the sandbox's return event well
   after the flag that precedes it on the same stream, close to the synchronise's own event,
-  while the host and the synchronise ran on time (H200 run 40: 0.2 ms calls read as
+  while the host and the synchronise ran on time (on the H200: 0.2 ms calls read as
   0.52-0.80 ms, the grader's window 0.20-0.47 ms, ``t_call - t_stream`` 0.02-0.06 ms where it is
-  0.32 ms in every other call). It happens when the GPU has caught up with the host by the
+  0.32 ms in every other call; tests/data/h200_attention_solution.json holds such a grade). It happens when the GPU has caught up with the host by the
   time the harness marks the return: in some calls of a kernel whose host work outlasts its
-  GPU work, in every call of one that waits on the GPU inside the call (run 41: a cheat that
-  reads samples of its inputs to the host, 0.49 ms read for a 0.18 ms window). Such a
+  GPU work, in every call of one that waits on the GPU inside the call (a cheat that reads
+  samples of its inputs to the host: 0.49 ms read for a 0.18 ms window). Such a
   reading says when the mark was stamped, not when the call ended, so a call whose
   ``t_stream`` lies beyond the grader's window for it (less the fixed cost, beyond the
   clocks' slack) is counted at ``max(window - overhead, t_call - L)``: never under what the
   grader saw, and with any work left on other streams still in it (``t_call - L`` also holds
-  the harness's enqueueing after the GPU went idle, 0.03-0.06 ms in run 40: the price of
+  the harness's enqueueing after the GPU went idle, 0.03-0.06 ms on the H200: the price of
   still counting that work). A late mark makes ``t_call - t_stream`` read short, so it can
   only lower the pending-work reading, whose time is counted through ``t_call - L``
   regardless. The same rule reads every role's calls, the expert's included.
@@ -52,8 +52,8 @@ from dataclasses import dataclass, field
 PENDING_SLACK_ABS_MS = 0.05
 PENDING_SLACK_REL = 0.05
 # A claim is a forgery when the grader's clock saw more than the claim plus this much.
-# GPU: for honest kernels the two agreed within 3% over every honest grade of H200 run 17,
-# while a forger claiming half was seen at its true time. CPU: claim and clock are both the
+# GPU: for honest kernels the two agree within 3% on the H200, while a forger claiming half
+# is seen at its true time. CPU: claim and clock are both the
 # sandbox main thread's CPU time; the clock also holds the Python bookkeeping around the
 # call (0.35-0.5 ms on the 2-core CI machine, the fixed cost subtracted), varying by ~0.1 ms.
 CLOCK_SLACK = {"cuda": (0.01, 0.10), "cpu": (0.5, 0.5)}  # (ms, fraction of the claim)
@@ -121,8 +121,8 @@ def marked_late(c: CallTimes, overhead_ms: float | None, device_kind: str) -> bo
 
 
 def _seen(c: CallTimes, overhead_ms: float) -> float:
-    # A call that does next to nothing can read under the fixed cost (H200 run 41: the lazy
-    # proxy at -0.06 ms); no call takes less than nothing.
+    # A call that does next to nothing can read under the fixed cost (a lazy proxy read
+    # -0.06 ms on the H200); no call takes less than nothing.
     return max(c.grader_ms - overhead_ms, 0.0)
 
 

@@ -2,8 +2,8 @@
 
 The audit runs in the submission's process and its report can be rewritten, and
 libtorch_cuda.so cannot be made unreadable the way cuDNN's libraries are (every sandbox has
-it mapped). Run 21 graded this correct at 0.787x cuDNN. Now the sandbox overwrites the
-fatbins holding these kernels before the submission is imported (pytest_nodus.fatbin), so
+it mapped): without more, this grades correct at 0.787x cuDNN. The sandbox overwrites the
+fatbins holding these kernels before the submission is imported (sandbox/fatbin_removal.py), so
 the launch fails: the kernel image is invalid.
 """
 

@@ -1,11 +1,11 @@
 """Cheat: replace the sandbox harness's call handler with one that computes straight into the grader's receipts, skips the harness's output copy, and claims the kernel time less that copy.
 
-Against the grader as it was up to run 19 (docs/h200/NOTES.md): the window held, besides
+Against a grader whose window held, besides
 the call, a fixed cost measured on the expert and subtracted, which included the harness's
 copy of the outputs into the receipts. A handler that wrote the receipts itself did not
 pay for that copy, and was counted one output copy faster than it ran (+0.36 to +0.80
 reward on the CPU, where the honest kernel is slower than the expert). Now outputs are
-read where they were written (pytest_nodus.heap on the GPU, the sandbox's memory on the
+read where they were written (sandbox/heap.py on the GPU, the sandbox's memory on the
 CPU), no copy is in anyone's fixed cost, and the claim is held to a clock that saw no
 saving: flagged on the GPU, counted at the clock on the CPU. It speaks the current
 protocol (output words, the CPU ack). On the GPU it pads the call with a spin to stay
