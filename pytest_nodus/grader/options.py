@@ -11,7 +11,7 @@ import pytest
 
 SUBMISSION_HELP = "Kernel file to grade (defines the environment's entry point, e.g. kernel)."
 SEALED_HELP = "Directory of hidden sizes (sealed_fixtures/): adds them and marks the grade sealed."
-JSON_HELP = "Write the grade as JSON (schema: pytest_nodus/schema/grade.schema.json)."
+JSON_HELP = "Write the grade as JSON (schema: pytest_nodus/grader/schema/grade.schema.json)."
 RERUNS_HELP = "Grade N times with fresh seeds and fuzzed sizes; correct only if all N are (default 1)."
 SEED_HELP = "Replay a local grade's seed (printed in the header). Not allowed with --nodus-sealed."
 DEVICE_HELP = "auto (default: cuda if available), cuda or cpu (Triton interpreter)."

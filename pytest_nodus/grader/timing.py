@@ -196,7 +196,7 @@ class SizeTimes:
 def summarise(times: dict[str, list[CallTimes]], device_kind: str) -> SizeTimes:
     """``times``: calls per role (``expert``, ``submission``, ``baseline:<name>``). Pure
     arithmetic on the recorded readings, so a grade's JSON (``timed_calls``) can be counted
-    again by ``tools/recount.py`` exactly as the grader counted it."""
+    again by ``nodus-recount`` exactly as the grader counted it."""
     latency = sync_latency(times["expert"])
     overhead = clock_overhead(times["expert"])
     baselines = {role.removeprefix("baseline:"): counted(calls, latency, overhead, device_kind).median
