@@ -7,7 +7,7 @@ How a grade flows through pytest:
    xdist the controller picks it and hands it to every worker.
 2. ``pytest_generate_tests`` parametrizes ``nodus_size`` over public (+ hidden) sizes and
    every graded test over ``--nodus-reruns``. Hidden ids are ``hidden-N``: no dims.
-3. Each graded test (marked ``nodus_graded``) names its size in its setup report, grades in
+3. Each graded test (marked ``nodus_graded``) names its size from its setup report on, grades in
    a sandbox and attaches its verdict to its call report (``user_properties``).
 4. ``pytest_runtest_logreport`` (in the controller under xdist) gathers both; a graded test
    that named a size and produced no verdict (its worker died) counts as a failed size.
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_nodus import __version__
-from pytest_nodus.grader.suite import GRADED_MARKER, GRADED_PROPERTY, RESULT_PROPERTY
+from pytest_nodus.grader.suite import GRADED_MARKER, GRADED_PROPERTY, RESULT_PROPERTY, name_graded_test
 
 if TYPE_CHECKING:
     from pytest_nodus.grader.options import Options
@@ -131,6 +131,11 @@ class NodusSession:
 
     def pytest_xdist_node_collection_finished(self, node, ids):
         self.collected.update(ids)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        if self.options.submission is not None:
+            name_graded_test(item)
 
     def pytest_runtest_logreport(self, report):
         self.ran.add(report.nodeid)

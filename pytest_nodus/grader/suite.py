@@ -26,6 +26,19 @@ GRADED_PROPERTY = "nodus_graded"  # user property of a graded test's setup repor
 RESULT_PROPERTY = "nodus_result"  # user property of its call report: the SizeResult as JSON
 
 
+def name_graded_test(item) -> None:
+    """Name the size and rerun of a graded test in its reports from setup on: a worker that
+    dies during the call (or a fixture that fails) still leaves the controller knowing which
+    size is lost. Called before the test's fixtures are set up."""
+    if item.get_closest_marker(GRADED_MARKER) is None:
+        return
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    size = params.get("nodus_size")
+    item.user_properties.append((GRADED_PROPERTY, {"size": size.id if size is not None else "fuzz",
+                                                   "rerun": int(params.get("nodus_rerun", 0))}))
+
+
 class _FatalFailure(BaseException):
     """Stops Hypothesis at once (no shrinking through hangs and crashes)."""
 
@@ -43,13 +56,6 @@ class GradeRunner:
         self.grader = grader
         self.node = node
         self.options = options
-        # Named in the setup report: a worker that dies during the call still leaves the
-        # controller knowing which size it took with it.
-        params = getattr(node, "callspec", None)
-        params = params.params if params is not None else {}
-        size = params.get("nodus_size")
-        node.user_properties.append((GRADED_PROPERTY, {"size": size.id if size is not None else "fuzz",
-                                                       "rerun": int(params.get("nodus_rerun", 0))}))
 
     def _record(self, result: SizeResult) -> None:
         self.node.user_properties.append((RESULT_PROPERTY, result.as_json()))
