@@ -63,14 +63,6 @@ class Grader:
         self._hung: SandboxFailure | None = None
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
 
-    @property
-    def planned_dims(self) -> dict[str, list]:
-        return self.pool.planned_dims
-
-    @planned_dims.setter
-    def planned_dims(self, value: dict[str, list]) -> None:
-        self.pool.planned_dims = value
-
     def close(self) -> None:
         self.pool.close()
 

@@ -83,7 +83,7 @@ class NodusSession:
             cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pytest-nodus" / "expert"
             self.grader = Grader(self.options.submission, self.device_choice(), self.grade_seed, expert_cache=cache,
                                  baselines=self.options.baselines, trusted=self.options.trusted)
-            self.grader.planned_dims = self.planned_dims
+            self.grader.pool.planned_dims = self.planned_dims  # sizes every arena must hold
         return self.grader
 
     # -- pytest hooks ---------------------------------------------------------------------
