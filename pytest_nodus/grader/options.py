@@ -20,6 +20,10 @@ GPU_WAIT_HELP = ("How long a size waits for another grade's hold on its GPU, in 
                  "past it the size is flagged gpu_busy.")
 BASELINES_HELP = ("Also time the environment's context baselines (e.g. FlexAttention) on timed sizes; "
                   "shown in the report and JSON, never in the reward.")
+AGENT_REPORT_HELP = ("Also write the agent-facing report (JSON): what an RL pipeline may show the agent; no hidden "
+                     "dims, no throughput or claimed time, no text the submission wrote.")
+FAIL_FAST_HELP = ("Stop at the first size that is not correct (pytest's --maxfail=1): the reward is the floor "
+                  "from then on, so the rest would only cost time. The grade counts what it skipped in not_graded.")
 TRUSTED_HELP = ("Calibration only: the submission is trusted code (the expert graded against itself). "
                 "Kernels the environment forbids are recorded as waived instead of flagged, and the "
                 "libraries and kernels it keeps out of submissions are left in; every other check still applies. Never for an agent's submission.")
@@ -30,6 +34,7 @@ def pytest_addoption(parser):
     group.addoption("--nodus-submission", metavar="PATH", help=SUBMISSION_HELP)
     group.addoption("--nodus-sealed", metavar="DIR", help=SEALED_HELP)
     group.addoption("--nodus-json", metavar="FILE", help=JSON_HELP)
+    group.addoption("--nodus-agent-report", metavar="FILE", help=AGENT_REPORT_HELP)
     group.addoption("--nodus-reruns", metavar="N", default="1", help=RERUNS_HELP)
     group.addoption("--nodus-seed", metavar="SEED", help=SEED_HELP)
     group.addoption("--nodus-device", metavar="KIND", default="auto", help=DEVICE_HELP)
@@ -37,6 +42,7 @@ def pytest_addoption(parser):
     group.addoption("--nodus-gpu-wait", metavar="SECONDS", help=GPU_WAIT_HELP)
     group.addoption("--nodus-baselines", action="store_true", default=False, help=BASELINES_HELP)
     group.addoption("--nodus-trusted", action="store_true", default=False, help=TRUSTED_HELP)
+    group.addoption("--nodus-fail-fast", action="store_true", default=False, help=FAIL_FAST_HELP)
 
 
 class Options:
@@ -47,12 +53,14 @@ class Options:
         self.submission = Path(get("nodus_submission")) if get("nodus_submission") else None
         self.sealed_dir = Path(get("nodus_sealed")) if get("nodus_sealed") else None
         self.json_path = Path(get("nodus_json")) if get("nodus_json") else None
+        self.agent_report_path = Path(get("nodus_agent_report")) if get("nodus_agent_report") else None
         self.reruns = _positive_int(get("nodus_reruns"), "--nodus-reruns")
         self.device_request = get("nodus_device")
         self.call_timeout = _positive_float(get("nodus_call_timeout"), "--nodus-call-timeout")
         self.gpu_wait = _positive_float(get("nodus_gpu_wait"), "--nodus-gpu-wait")
         self.baselines = bool(get("nodus_baselines"))
         self.trusted = bool(get("nodus_trusted"))
+        self.fail_fast = bool(get("nodus_fail_fast"))
         self.seed = None if get("nodus_seed") is None else _non_negative_int(get("nodus_seed"), "--nodus-seed")
         if self.submission is not None and not self.submission.is_file():
             raise pytest.UsageError(f"pytest-nodus: --nodus-submission {self.submission}: no such file")
@@ -63,8 +71,9 @@ class Options:
                                     "(a sealed grade draws a fresh secret seed)")
         if self.device_request not in ("auto", "cpu", "cuda"):
             raise pytest.UsageError(f"pytest-nodus: --nodus-device must be auto, cpu or cuda, not {self.device_request!r}")
-        if self.json_path is not None and not self.json_path.parent.exists():
-            raise pytest.UsageError(f"pytest-nodus: --nodus-json {self.json_path}: directory does not exist")
+        for option, path in (("--nodus-json", self.json_path), ("--nodus-agent-report", self.agent_report_path)):
+            if path is not None and not path.parent.exists():
+                raise pytest.UsageError(f"pytest-nodus: {option} {path}: directory does not exist")
 
     @property
     def sealed(self) -> bool:

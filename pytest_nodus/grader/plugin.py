@@ -43,5 +43,9 @@ def nodus_grade(request, _nodus_session):
 
 def pytest_configure(config):
     options = Options(config)
+    if options.fail_fast and not config.option.maxfail:
+        # Before xdist's controller reads it (its configure hook runs last), and passed on to
+        # every worker with the rest of the command line.
+        config.option.maxfail = 1
     config.pluginmanager.register(NodusSession(config, options), "nodus-session")
     config.addinivalue_line("markers", f"{GRADED_MARKER}: a test whose verdict enters the pytest-nodus grade")

@@ -154,12 +154,20 @@ class NodusSession:
             return
         from pytest_nodus.grader import environment, report
 
-        for nodeid in sorted(set(self.expected) - self.reported):
+        unfinished = sorted(set(self.expected) - self.reported)
+        never = sorted(self.collected - self.ran)
+        not_graded = 0
+        if self.config.getoption("maxfail") and any(r.get("status") != "correct" for r in self.results):
+            # Stopped after a size failed (--nodus-fail-fast or pytest's -x): the grade is at
+            # the floor whatever the rest would have said, so what did not run is counted,
+            # not failed. Only a failed size can stop a grade this way.
+            not_graded, unfinished, never = len(unfinished) + len(never), [], []
+        for nodeid in unfinished:
             # A graded test with no verdict: its worker died or it errored before grading.
             size_id, rerun = self.expected[nodeid]
             self.results.append(_no_result(size_id, rerun, "this graded test produced no result (its worker died, "
                                                            "or the grader raised: see the test's report)"))
-        if never := sorted(self.collected - self.ran):
+        if never:
             # Collected and never run (every worker that could have run them died): the grade
             # cannot vouch for them, whatever they were.
             self.results.append(_no_result("fuzz", 0, f"{len(never)} collected test(s) never ran, e.g. {never[0]}"))
@@ -172,11 +180,16 @@ class NodusSession:
             "trusted": self.options.trusted,
             "seed": None if self.options.sealed else self.grade_seed,
             "wall_s": round(time.monotonic() - self.started, 3),
+            "not_graded": not_graded,
             "grader": _grader_versions(),
         }
         self.document = report.build_grade(self.results, meta, self.options.reruns)
         if self.options.json_path is not None:
             report.write_json(self.document, self.options.json_path)
+        if self.options.agent_report_path is not None:
+            from pytest_nodus.grader import agent_report
+
+            agent_report.write(self.document, self.options.agent_report_path)
         if self.document["status"] != "correct" and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -40,3 +40,17 @@ def test_nothing_timed_is_no_reward():
     assert verdict([size(timed=False, speedup=None)]).reward == FLOOR
     assert verdict([]).reward == FLOOR
 
+
+
+def test_a_grade_stopped_early_carries_its_failure_into_unreached_reruns():
+    from pytest_nodus.grader.report import build_grade
+
+    meta = {"submission": {"path": "k.py", "sha256": "0"}, "device": {"kind": "cpu"}, "sealed": True,
+            "grader": {}, "not_graded": 5}
+    failed = {"id": "public-0", "kind": "public", "rerun": 0, "status": "flagged", "timed": True, "speedup": 9.0,
+              "flags": []}
+    document = build_grade([failed], meta, reruns=3)
+    assert document["status"] == "flagged" and document["reward"] == FLOOR
+    assert document["reruns"]["statuses"] == ["flagged"] * 3 and document["not_graded"] == 5
+    # Without the stop, an empty rerun is an error of its own (nothing was graded).
+    assert build_grade([failed], {**meta, "not_graded": 0}, reruns=3)["reruns"]["statuses"] == ["flagged", "error", "error"]
