@@ -13,9 +13,15 @@ import torch
 _Tensor = torch.Tensor  # captured before any submission code runs
 
 
-def _storage_span(t: torch.Tensor) -> tuple[int, int]:
-    storage = t.untyped_storage()
-    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+def _byte_span(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes from a tensor's lowest element to the end of its highest: two halves of one
+    allocation (FlashAttention's packed ``dkv`` split into dK and dV) are apart, while an
+    input or any view of one lies over the input's bytes."""
+    if t.numel() == 0:
+        return t.data_ptr(), t.data_ptr()
+    low = sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if st < 0)
+    high = sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if st > 0)
+    return t.data_ptr() + low * t.element_size(), t.data_ptr() + (high + 1) * t.element_size()
 
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -49,7 +55,7 @@ def places(result, expected, receipts, device: torch.device, arena: torch.Tensor
 
 def normalise(result, expected, device: torch.device, input_spans):
     """(outputs, flags): exact torch.Tensor outputs of the contract's shape, dtype and
-    device that share no storage with an input or each other; else (None, flags)."""
+    device that lie over no byte of an input or of each other; else (None, flags)."""
     if len(expected) == 1 and type(result) is not tuple and type(result) is not list:
         result = (result,)
     if type(result) not in (tuple, list) or len(result) != len(expected):
@@ -70,11 +76,12 @@ def normalise(result, expected, device: torch.device, input_spans):
             flags.append({"code": "wrong_device", "detail": f"output {i} is on {out.device}"})
     if flags:
         return None, flags
-    # An output whose storage takes in an input's bytes is that input or a view of it.
-    spans_out = [_storage_span(t) for t in result]
+    # An output over an input's bytes is that input or a view of it; outputs over each
+    # other's bytes are one result returned twice.
+    spans_out = [_byte_span(t) for t in result]
     for i, span in enumerate(spans_out):
         if any(_overlaps(span, s) for s in input_spans):
-            flags.append({"code": "output_aliases_input", "detail": f"output {i} shares storage with an input"})
+            flags.append({"code": "output_aliases_input", "detail": f"output {i} lies over an input's bytes"})
         if any(_overlaps(span, s) for s in spans_out[:i]):
-            flags.append({"code": "output_aliases_input", "detail": f"output {i} shares storage with another output"})
+            flags.append({"code": "output_aliases_input", "detail": f"output {i} lies over another output's bytes"})
     return (None, flags) if flags else (list(result), [])

@@ -1,4 +1,4 @@
-"""False positives: correct kernels of ten styles pass three sealed reruns."""
+"""False positives: correct kernels of every style (ten of rmsnorm, and attention's) pass three sealed reruns."""
 
 from __future__ import annotations
 
@@ -17,3 +17,11 @@ def test_correct_kernel_styles_pass_three_sealed_reruns(grade, kernel):
     result = grade(CORRECT / "rmsnorm" / f"{kernel}.py", "--nodus-reruns=3", sealed=True)
     assert result.document["reruns"]["statuses"] == ["correct"] * 3, result.document["flags"]
 
+
+
+@pytest.mark.parametrize("kernel", sorted(p.stem for p in (CORRECT / "attention_backward").glob("*.py")
+                                          if p.stem != "torch_dense"))  # torch_dense: tests/plugin
+def test_correct_attention_styles_pass_three_sealed_reruns(grade, kernel):
+    result = grade(CORRECT / "attention_backward" / f"{kernel}.py", "--nodus-reruns=3", env="attention_backward",
+                   sealed=True)
+    assert result.document["reruns"]["statuses"] == ["correct"] * 3, result.document["flags"]
