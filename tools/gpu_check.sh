@@ -15,6 +15,7 @@
 #                                        # a submission, 5 sealed reruns per environment
 #   bash tools/gpu_check.sh bench        # attention benchmark, every kernel
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
+#   bash tools/gpu_check.sh walls        # which namespaces and uids keep CUDA IPC, the fd-exported arena, the GPU gap probe
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
@@ -64,6 +65,9 @@ for MODE in "${@:-quick}"; do
     grade rmsnorm cheat_side_stream tests/cheats/rmsnorm/side_stream.py $SEALED -k "public or hidden-0"
     [ "$MODE" = rmsnorm ] && styles ;;
   styles) styles ;;
+  walls)
+    python3 tools/probe_walls_ipc.py 2>&1 | grep -v Warning
+    python3 tools/probe_walls_vmm.py 2>&1 | grep -v Warning ;;
   cheats)
     # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
     # Call limit: 20 s stops rmsnorm's infinite loop soon; attention's first call compiles.

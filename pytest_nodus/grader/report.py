@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_nodus.grader import reward
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
 
 _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms",
@@ -25,12 +25,18 @@ _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "
 
 def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[str, Any]:
     """Fold per-size results (from every worker) into the grade document."""
-    verdicts = [reward.verdict([r for r in results if r.get("rerun", 0) == n]) for n in range(reruns)]
+    per_rerun = [[r for r in results if r.get("rerun", 0) == n] for n in range(reruns)]
+    verdicts = [reward.verdict(rs) for rs in per_rerun]
+    if meta.get("not_graded"):
+        # A grade stopped at its first failure: a rerun it never reached has that failure's
+        # status, not the "nothing graded" error an empty rerun would otherwise get.
+        reached = reward.worst(v.status for v, rs in zip(verdicts, per_rerun) if rs)
+        verdicts = [v if rs else reward.Verdict(reached, reward.FLOOR, None) for v, rs in zip(verdicts, per_rerun)]
     status = reward.worst(v.status for v in verdicts)
     rewards = [v.reward for v in verdicts]
     speedups = [v.speedup for v in verdicts if v.speedup]
     env = next((r["env"] for r in results if r.get("env")), meta.get("env") or {"name": None, "version": None})
-    isolations = {r.get("isolation") for r in results if r.get("isolation")}
+    isolations = [set(r["isolation"]) for r in results if r.get("isolation")]
     flags = []
     for r in results:
         for f in r.get("flags", []):
@@ -44,7 +50,8 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         "device": meta["device"],
         "sealed": meta["sealed"],
         "trusted": bool(meta.get("trusted")),
-        "isolation": "process" if "process" in isolations else (isolations.pop() if len(isolations) == 1 else "none"),
+        # What held at every size: a grade is as sealed as its least sealed size.
+        "isolation": sorted(set.intersection(*isolations), key=_wall_order) if isolations else [],
         # Fewest over the sizes: a grade is as sealed as its least sealed size.
         "removed_fatbins": min((r.get("removed_fatbins") or 0 for r in results if r.get("isolation")), default=0),
         "status": status,
@@ -57,9 +64,14 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
                    "min": min(rewards), "median": statistics.median(rewards), "max": max(rewards)},
         "seed": meta.get("seed"),
         "wall_s": meta.get("wall_s"),
+        "not_graded": meta.get("not_graded", 0),
         "grader": meta["grader"],
     }
     return document
+
+
+def _wall_order(wall: str) -> tuple:
+    return ({"trusted": 0, "process": 1}.get(wall, 3 if "namespace" in wall else 2 if wall.startswith("landlock") else 4), wall)
 
 
 def _size_order(r: dict) -> tuple:
@@ -83,7 +95,7 @@ def terminal_lines(document: dict) -> list[str]:
     sub = document["submission"]
     header = (f"environment {env['name']} v{env['version']} | submission {sub['path']} (sha256 {sub['sha256'][:12]}) | "
               f"{document['device']['description']} | {'sealed' if document['sealed'] else 'local check'} | "
-              f"isolation {document['isolation']}")
+              f"isolation {', '.join(document['isolation']) or 'none'}")
     if document.get("removed_fatbins"):
         header += f" | {document['removed_fatbins']} torch kernel fatbins removed"
     if document.get("trusted"):

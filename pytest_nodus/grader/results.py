@@ -42,7 +42,7 @@ class SizeResult:
     baseline_notes: dict | None = None
     calls: int = 0
     env: dict | None = None
-    isolation: str | None = None
+    isolation: list[str] | None = None  # what held around the submission's sandbox (Sandbox.isolation)
     removed_fatbins: int | None = None  # torch fatbins taken out of the submission's process
     kernels: list[dict] | None = None
     device: str | None = None  # which device graded it ("cuda:1" under xdist worker gw1)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from pytest_nodus.grader import heap_build
+from pytest_nodus.grader import heap_build, walls
 from pytest_nodus.grader.arena_memory import create_arena
 from pytest_nodus.grader.clock import GraderClock
 from pytest_nodus.grader.processes import REAP_TIMEOUT_S, reap_group
@@ -116,7 +116,8 @@ class Sandbox:
         self.process: subprocess.Popen | None = None
         self.arena = None  # grader-owned; must outlive the process that maps it
         self.clock = None  # the grader's clock for this sandbox's calls (grader/clock.py)
-        self.isolation = "none"
+        self.isolation: list[str] = []  # what held, for the grade (grader/walls.py, sandbox/confine.py)
+        self.pid: int | None = None  # the sandbox's own pid; self.process is its launcher when walled
         self.removed_fatbins = 0  # fatbins this sandbox overwrote (sandbox/fatbin_removal.py), as it said
         self.scratch: Path | None = None
 
@@ -159,7 +160,8 @@ class Sandbox:
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
-        command = [sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
+        launcher, raised = walls.prefix()
+        command = [*launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
                    str(rep_w), "--kernel", str(kernel_copy), "--entry-point", self.entry_point,
                    "--device", self.device, "--scratch", str(self.scratch), "--role", self.role]
         if not self.audit:
@@ -176,14 +178,20 @@ class Sandbox:
                                         start_new_session=True)
         os.close(req_r)
         os.close(rep_w)
-        self.clock.pid = self.process.pid
         self._requests = Connection(req_w, readable=False)
         self._replies = Connection(rep_r, writable=False)
         protocol.send_request(self._requests, {"op": protocol.ARENA, "arena": arena_description,
                                                 "clock": self.clock.handles(), "heap": heap_description,
                                                 "remove": self.removed_kernels})
         hello = self._await_reply(self.startup_timeout_s, during="start-up")
-        self.isolation = str(hello.get("isolation", "none"))
+        self.pid = walls.sandbox_pid(self.process.pid) if launcher else self.process.pid
+        if self.pid is None:
+            self._kill()
+            raise SandboxFailure("error", "harness_error", "the sandbox's launcher does not hold exactly one sandbox")
+        self.clock.pid = self.pid
+        confined = str(hello.get("isolation", ""))  # "trusted", or Landlock's "landlock-abiN", or "process"
+        self.isolation = ["trusted"] if confined == "trusted" else \
+            ["process", *([confined] if confined.startswith("landlock") else []), *raised]
         self.removed_fatbins = int(hello.get("removed_fatbins") or 0)
         if not hello.get("ok"):
             error = hello.get("error") or {}
@@ -252,7 +260,7 @@ class Sandbox:
     def _reading(self, report: dict, outputs: list, window_ms: float | None) -> Reading:
         clock = self.clock
         return Reading(report, outputs, window_ms, clock.helper_ms, clock.children_at_open, clock.opened_boot_ticks,
-                       self.process.pid, clock)
+                       self.pid, clock)
 
     # -- requests -----------------------------------------------------------------------
     def request(self, message: dict, timeout_s: float) -> dict:

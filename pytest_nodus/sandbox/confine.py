@@ -4,7 +4,7 @@ Applied after the harness has imported everything it needs and the kernels an en
 removes are gone, and before the kernel file is imported (``sandbox/__main__.py``). The
 rules themselves are the kernel's (:mod:`.landlock`); this module says what they cover:
 read the Python installation and system trees, less the libraries and package files the
-environment keeps out; write the scratch directory only; no TCP, no signals out.
+environment keeps out; read and write its own scratch directory, no other one; no TCP, no signals out.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ PROJECT_ROOT = os.path.dirname(_PACKAGE)  # a checkout's root: expert/ and seale
 
 def confine(scratch: str, device: torch.device, unreadable_libraries=(), unreadable_paths=()) -> tuple[str, list[str]]:
     """Returns the isolation level and the trees the sandbox may read."""
-    read = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/run", "/dev",
+    # Not /dev: /dev/shm holds the other sandboxes' scratch (their kernel files, arenas), and
+    # a sandbox reads only its own. The device files it needs are named one by one below.
+    read = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/run",
             sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)), _PACKAGE}
     read.update(site.getsitepackages())
     read.update(p for p in sysconfig.get_paths().values() if p)
@@ -35,7 +37,9 @@ def confine(scratch: str, device: torch.device, unreadable_libraries=(), unreada
             read.add(os.path.dirname(os.path.dirname(os.path.realpath(module.__file__))))
     devices = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"]
     if device.type == "cuda":
-        devices += [os.path.join("/dev", n) for n in os.listdir("/dev") if n.startswith("nvidia")]
+        # The GPU's device files only; not /dev/nvidia-caps (MIG administration).
+        devices += [os.path.join("/dev", n) for n in os.listdir("/dev")
+                    if n.startswith("nvidia") and not os.path.isdir(os.path.join("/dev", n))]
     abi = landlock.restrict(sorted(read), [scratch], devices,
                             landlock.find_libraries(unreadable_libraries) + list(unreadable_paths))
     return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch})

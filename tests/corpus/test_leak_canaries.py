@@ -51,3 +51,30 @@ def test_leak_canaries_see_a_planted_secret(canary):
         seen[planted] = run.stdout.strip()
     assert seen == {False: "guess", True: "honest"}
 
+
+
+# Canaries of what the sandbox's walls hide (grader/walls.py, sandbox/confine.py): each must
+# compute honestly outside a sandbox, where what it looks for is there to see. The unplanted
+# half is not asserted here: concurrent grades' sandboxes and scratch would be seen as well.
+WALL_PLANTS = {
+    # Another process that looks like an expert's sandbox, for it to find and renice.
+    "other_processes": "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', "
+                       "'pytest_nodus.sandbox', '--role', 'expert'])",
+    # Another sandbox's scratch directory, holding its kernel file.
+    "other_scratch": "d = tempfile.mkdtemp(prefix='nodus-canary-', dir='/dev/shm'); "
+                     "open(os.path.join(d, 'kernel_under_test.py'), 'w').write('x = 1')",
+}
+
+
+@pytest.mark.parametrize("canary", sorted(WALL_PLANTS))
+def test_wall_canaries_see_what_a_sandbox_hides(canary, tmp_path):
+    driver = CANARY_DRIVER.replace("import importlib.util,", "import importlib.util, subprocess, tempfile,")
+    driver = driver.replace("PLANT", WALL_PLANTS[canary] + "; planted.append(1)")
+    driver = "planted = []\n" + driver
+    run = subprocess.run([sys.executable, "-c", driver, str(CHEATS / "rmsnorm" / f"{canary}.py")],
+                         env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=300, start_new_session=True)
+    subprocess.run(["pkill", "-f", "time.sleep(120)"], check=False)
+    subprocess.run("rm -rf /dev/shm/nodus-canary-*", shell=True, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "honest"

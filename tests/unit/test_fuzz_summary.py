@@ -13,7 +13,7 @@ def test_fuzz_summary_keeps_the_fatbins_its_sandboxes_removed():
     from pytest_nodus.grader.suite import GradeRunner
 
     def example(removed):
-        result = SizeResult("fuzz-0", "fuzz", 0, {"T": 7}, isolation="landlock-abi7", removed_fatbins=removed)
+        result = SizeResult("fuzz-0", "fuzz", 0, {"T": 7}, isolation=["process", "landlock-abi7"], removed_fatbins=removed)
         result.status = "correct"
         return result
 
