@@ -15,6 +15,7 @@
 #                                        # a submission, 5 sealed reruns per environment
 #   bash tools/gpu_check.sh bench        # attention benchmark, every kernel
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
+#   bash tools/gpu_check.sh attention_styles  # the correct attention styles, 3 sealed reruns each
 #   bash tools/gpu_check.sh walls        # which namespaces and uids keep CUDA IPC, the fd-exported arena, the GPU gap probe
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 # Several modes run in order: bash tools/gpu_check.sh quick attention
@@ -65,6 +66,10 @@ for MODE in "${@:-quick}"; do
     grade rmsnorm cheat_side_stream tests/cheats/rmsnorm/side_stream.py $SEALED -k "public or hidden-0"
     [ "$MODE" = rmsnorm ] && styles ;;
   styles) styles ;;
+  attention_styles)
+    for f in tests/correct/attention_backward/*.py; do
+      grade attention_backward correct_$(basename $f .py) $f $SEALED --nodus-reruns=3 -k "public or hidden"
+    done ;;
   walls)
     python3 tools/probe_walls_ipc.py 2>&1 | grep -v Warning
     python3 tools/probe_walls_vmm.py 2>&1 | grep -v Warning ;;

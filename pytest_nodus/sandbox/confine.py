@@ -23,7 +23,7 @@ PROJECT_ROOT = os.path.dirname(_PACKAGE)  # a checkout's root: expert/ and seale
 
 
 def confine(scratch: str, device: torch.device, unreadable_libraries=(), unreadable_paths=()) -> tuple[str, list[str]]:
-    """Returns the isolation level and the trees the sandbox may read."""
+    """Returns the isolation level and what the sandbox may read: trees and device files."""
     # Not /dev: /dev/shm holds the other sandboxes' scratch (their kernel files, arenas), and
     # a sandbox reads only its own. The device files it needs are named one by one below.
     read = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/run",
@@ -42,7 +42,9 @@ def confine(scratch: str, device: torch.device, unreadable_libraries=(), unreada
                     if n.startswith("nvidia") and not os.path.isdir(os.path.join("/dev", n))]
     abi = landlock.restrict(sorted(read), [scratch], devices,
                             landlock.find_libraries(unreadable_libraries) + list(unreadable_paths))
-    return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch})
+    # The device files are readable too: the escape tripwire must not take an open of
+    # /dev/null (Triton's compiler runs with one) for a look outside.
+    return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch} | set(devices))
 
 
 def forget_project_root() -> None:
