@@ -3,7 +3,7 @@
 # compact table last and leaves every JSON grade and log in $OUT/gpu-grades-<modes>.tar.gz.
 #   bash tools/gpu_check.sh quick        # rmsnorm: solution and expert x3 reruns, starting kernel, side stream
 #   bash tools/gpu_check.sh rmsnorm      # quick, then the correct styles
-#   bash tools/gpu_check.sh styles       # the 10 correct rmsnorm styles, 3 sealed reruns each
+#   bash tools/gpu_check.sh styles       # the correct rmsnorm styles, 3 sealed reruns each
 #   bash tools/gpu_check.sh cheats       # every cheat of both environments (two sizes each);
 #                                        # CHEATS="rmsnorm/kill_grader ..." for a subset
 #   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats

@@ -34,7 +34,7 @@ where the outputs are in its memory and then waits for the grader's ack; the gra
 them out of the sandbox (``process_vm_readv``; it is the sandbox's parent), and only then
 reads the clock, so whatever work made the outputs it read is on the clock, whichever
 thread did it. The harness's own checks run after the ack, off the clock. The sandbox's
-claim on the CPU is CPU time too (its main thread's, around the call), so claim and clock
+claim on the CPU is CPU time too (the process's, all threads, around the call), so claim and clock
 agree whatever else runs on the machine. Two other clocks failed on the 2-core CI machine
 under xdist: the wall clock counts scheduling delays (a correct 1 ms call was seen at
 5 ms), and wall-time claims against a CPU-time clock made the expert's fixed cost swing

@@ -45,8 +45,12 @@ class Grader:
     """Per-process (per xdist worker) owner of the sandboxes and the grade seed."""
 
     def __init__(self, submission: Path, device: devices.Device, grade_seed: int, audit: bool = True,
-                 expert_cache: Path | None = None, baselines: bool = False, trusted: bool = False):
+                 expert_cache: Path | None = None, baselines: bool = False, trusted: bool = False,
+                 fail_fast: bool = False):
         self.device = device
+        # --nodus-fail-fast: a size stops at the submission's first failed call; the grade
+        # is at the floor from then on, so its other rounds (and the expert) cost time only.
+        self.fail_fast = fail_fast
         self.torch_device = torch.device(device.torch_name)
         self.grade_seed = grade_seed
         self.baselines = baselines
@@ -182,17 +186,16 @@ class Grader:
             result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
             return result
         try:
-            expert = self.pool.get(env, "expert", size.dims)
-        except SandboxFailure as failure:
-            result.flag("expert_failed", f"the expert did not start: {failure}")
-            return result
-        try:
             submission = self.pool.get(env, "submission", size.dims)
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
             return result
         result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
-        sandboxes = {"expert": expert, "submission": submission}
+        sandboxes = {"submission": submission}
+        # Under --nodus-fail-fast the expert starts once the submission's first call has
+        # passed: a submission that fails it never costs the expert's start.
+        if not self.fail_fast and not self._start_expert(env, size, sandboxes, result):
+            return result
         times: dict[str, list[timing.CallTimes]] = {"expert": [], "submission": []}
         baselines = self._baseline_sandboxes(env, size, result) if size.kind in ("public", "hidden") else {}
         times.update({role: [] for role in baselines})
@@ -204,8 +207,10 @@ class Grader:
                     seed = inputs.call_seed(self.grade_seed, label, round_number)
                     fresh = inputs.make_inputs(env, size.dims, seed, self.torch_device)
                     references = None
-                    roles = ("expert", "submission") if round_number % 2 == 0 else ("submission", "expert")
+                    roles = ("submission", "expert") if round_number % 2 == 0 else ("expert", "submission")
                     for role in roles:
+                        if role not in sandboxes and not self._start_expert(env, size, sandboxes, result):
+                            return result
                         timed = round_number >= plan.warmup
                         try:
                             call, references = self._call(env, sandboxes[role], size.dims, fresh, references,
@@ -216,6 +221,8 @@ class Grader:
                                 raise SandboxFailure("error", "expert_failed", f"the expert: {failure}") from None
                             raise
                         result.calls += role == "submission"
+                        if self.fail_fast and result.flags:
+                            return result  # a failed size: nothing later changes its verdict
                         if timed:
                             times[role].append(call)
                     for role in list(baselines):
@@ -240,6 +247,14 @@ class Grader:
         self._summarise_times(env, size, times, result)
         self._release_memory()
         return result
+
+    def _start_expert(self, env: Environment, size: Size, sandboxes: dict, result: SizeResult) -> bool:
+        try:
+            sandboxes["expert"] = self.pool.get(env, "expert", size.dims)
+        except SandboxFailure as failure:
+            result.flag("expert_failed", f"the expert did not start: {failure}")
+            return False
+        return True
 
     def _release_memory(self) -> None:
         # References and pristine copies are cached by torch's allocator; handing them back

@@ -82,7 +82,8 @@ class NodusSession:
 
             cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pytest-nodus" / "expert"
             self.grader = Grader(self.options.submission, self.device_choice(), self.grade_seed, expert_cache=cache,
-                                 baselines=self.options.baselines, trusted=self.options.trusted)
+                                 baselines=self.options.baselines, trusted=self.options.trusted,
+                                 fail_fast=self.options.fail_fast)
             self.grader.pool.planned_dims = self.planned_dims  # sizes every arena must hold
         return self.grader
 

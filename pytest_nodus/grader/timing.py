@@ -3,7 +3,7 @@
 The sandbox times each call with CUDA events on the current stream (``t_stream``: start to
 the moment the call returned and the harness had written the output words and the flag
 behind it) and to the end of a device-wide synchronise (``t_call``),
-or with its main thread's CPU time on the CPU. Expert and submission are timed in the same run,
+or with its process's CPU time (all threads) on the CPU. Expert and submission are timed in the same run,
 interleaved call by call (order alternating), each call on fresh inputs with L2 flushed.
 Those are the sandbox's claims; the grader also times every call on its own clock
 (``grader/clock.py``), and that window is what the claims are held to.
@@ -54,7 +54,7 @@ PENDING_SLACK_REL = 0.05
 # A claim is a forgery when the grader's clock saw more than the claim plus this much.
 # GPU: for honest kernels the two agree within 3% on the H200, while a forger claiming half
 # is seen at its true time. CPU: claim and clock are both the
-# sandbox main thread's CPU time; the clock also holds the Python bookkeeping around the
+# sandbox process's CPU time (all threads); the clock also holds the Python bookkeeping around the
 # call (0.35-0.5 ms on the 2-core CI machine, the fixed cost subtracted), varying by ~0.1 ms.
 CLOCK_SLACK = {"cuda": (0.01, 0.10), "cpu": (0.5, 0.5)}  # (ms, fraction of the claim)
 

@@ -38,9 +38,11 @@ from pytest_nodus.shared.arena import arena_view
 from pytest_nodus.shared.bits import same_bits
 
 # Captured before any submission code runs (guard.Integrity watches this module's globals).
-# On the CPU a call's time is the CPU time of this (the main) thread: the unit of the
-# grader's CPU clock, and steady when other processes compete for the cores, as wall time is not.
-_thread_time_ns = time.thread_time_ns
+# On the CPU a call's time is this process's CPU time, all its threads summed: what the
+# grader's CPU clock counts too (a kernel that splits its rows over threads and joins them
+# claims what the clock sees), and steady when other processes compete for the cores, as
+# wall time is not.
+_process_time_ns = time.process_time_ns
 _cuda_synchronize = torch.cuda.synchronize
 _Event = torch.cuda.Event
 _event_record = torch.cuda.Event.record
@@ -120,7 +122,7 @@ class Harness:
             stream.wait_event(go)  # the inputs exist from here on
             start, returned_at, synced = self.events
             _event_record(start)
-        t0 = _thread_time_ns()
+        t0 = _process_time_ns()
         try:
             with self._allocating():
                 result = self.kernel(*args)
@@ -147,7 +149,7 @@ class Harness:
             # snapshot does not wait for this: it was queued behind the flag.
             _cuda_synchronize()  # device-wide: side streams and deferred launches finish here
             _event_record(synced)
-        t1 = _thread_time_ns()
+        t1 = _process_time_ns()
         if cuda:
             self.send({"ok": True, "stage": protocol.ENQUEUED})
         else:

@@ -59,7 +59,7 @@ def test_leak_canaries_see_a_planted_secret(canary):
 WALL_PLANTS = {
     # Another process that looks like an expert's sandbox, for it to find and renice.
     "other_processes": "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', "
-                       "'pytest_nodus.sandbox', '--role', 'expert'])",
+                       "'pytest_nodus.sandbox', '--role', 'expert'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)",
     # Another sandbox's scratch directory, holding its kernel file.
     "other_scratch": "d = tempfile.mkdtemp(prefix='nodus-canary-', dir='/dev/shm'); "
                      "open(os.path.join(d, 'kernel_under_test.py'), 'w').write('x = 1')",
