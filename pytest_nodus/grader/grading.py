@@ -222,7 +222,10 @@ class Grader:
                             raise
                         result.calls += role == "submission"
                         if self.fail_fast and result.flags:
-                            return result  # a failed size: nothing later changes its verdict
+                            # A failed size: its other rounds change nothing. Its finish still
+                            # runs, so the late-write check and the audit name the cheat.
+                            self._finish_flags(env, submission.finish(self._timeout(env)), result)
+                            return result
                         if timed:
                             times[role].append(call)
                     for role in list(baselines):
