@@ -50,7 +50,7 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         "device": meta["device"],
         "sealed": meta["sealed"],
         "trusted": bool(meta.get("trusted")),
-        # What held at every size: a grade is as sealed as its least sealed size.
+        # The walls that held at every size.
         "isolation": sorted(set.intersection(*isolations), key=_wall_order) if isolations else [],
         # Fewest over the sizes: a grade is as sealed as its least sealed size.
         "removed_fatbins": min((r.get("removed_fatbins") or 0 for r in results if r.get("isolation")), default=0),
