@@ -1,11 +1,19 @@
 """Which walls keep CUDA IPC (memory and events) working: the child imports the parent's memory and event under each namespace and uid (docs/sealing.md). GPU only."""
-import os, pickle, subprocess, sys, io, json, stat, pwd
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+
 def sh(c):
     r = subprocess.run(c, shell=True, capture_output=True, text=True); return (r.stdout + r.stderr).strip()[-600:]
 if len(sys.argv) > 1 and sys.argv[1] == "child":
-    import torch
     from multiprocessing.reduction import ForkingPickler
-    import torch.multiprocessing  # noqa
+
+    import torch
+    import torch.multiprocessing
     out = {"uid": os.getuid(), "pid": os.getpid(), "nprocs": len([p for p in os.listdir('/proc') if p.isdigit()])}
     try:
         t = pickle.loads(open(sys.argv[2], "rb").read())
@@ -36,9 +44,11 @@ info["cwd"] = os.getcwd(); info["cwd_perms"] = sh("namei -m $PWD")
 info["nobody"] = sh("setpriv --reuid 65534 --regid 65534 --clear-groups python3 -c 'import torch; print(torch.cuda.is_available())' 2>&1 | tail -2")
 info["nobody_pkg"] = sh(f"setpriv --reuid 65534 --regid 65534 --clear-groups ls {os.getcwd()}/pytest_nodus 2>&1 | head -2")
 for k, v in info.items(): print(f"== {k}: {v}")
-import torch
 from multiprocessing.reduction import ForkingPickler
-import torch.multiprocessing  # noqa
+
+import torch
+import torch.multiprocessing
+
 t = torch.zeros(1 << 20, device="cuda"); buf = io.BytesIO(); ForkingPickler(buf, pickle.HIGHEST_PROTOCOL).dump(t)
 d = "/dev/shm/nsprobe"; os.makedirs(d, exist_ok=True); os.chmod(d, 0o777)
 open(f"{d}/mem", "wb").write(buf.getvalue()); ev = torch.cuda.Event(interprocess=True); ev.record(); torch.cuda.synchronize()

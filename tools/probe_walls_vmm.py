@@ -1,5 +1,10 @@
 """A VMM allocation exported as a POSIX fd, and a stream-memory wait for a go word, in a sandbox of another uid in new namespaces; and the globaltimer gap probe that sees another context on the GPU (docs/sealing.md). GPU only."""
-import ctypes, os, subprocess, sys, time
+import ctypes
+import os
+import subprocess
+import sys
+import time
+
 cu = ctypes.CDLL("libcuda.so.1")
 class Loc(ctypes.Structure): _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
 class Flags(ctypes.Structure): _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte), ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
@@ -19,9 +24,11 @@ def map_handle(h, size):
 class Wrap:
     def __init__(self, ptr, n): self.__cuda_array_interface__ = {"shape": (n,), "typestr": "|u1", "data": (ptr, False), "version": 3, "strides": None}
 import torch
+
 torch.cuda.init(); torch.zeros(1, device="cuda")
 sys.path.insert(0, os.getcwd())
 from pytest_nodus.shared.stream_ops import StreamMemoryOps
+
 if len(sys.argv) > 1 and sys.argv[1] == "child":
     fd, size = int(sys.argv[2]), int(sys.argv[3])
     out = {"uid": os.getuid(), "pid": os.getpid()}
@@ -52,7 +59,10 @@ for name, prefix in {"plain": "", "nobody": drop, "ns_nobody": f"unshare --net -
     outp = p.communicate(timeout=60)[0]
     torch.cuda.synchronize()
     print(f"-- {name}: {[l for l in outp.splitlines() if 'RESULT' in l or 'Error' in l][-2:]} parent_sees={t[0].item()}", flush=True)
-import triton, triton.language as tl
+import triton
+import triton.language as tl
+
+
 @triton.jit
 def gap_probe(out, ITERS: tl.constexpr):
     t_prev = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)

@@ -59,7 +59,7 @@ def prefix() -> tuple[tuple[str, ...], tuple[str, ...]]:
     command = (unshare, *namespaces, setpriv, *_DROP)
     try:
         probe = subprocess.run([*command, "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, timeout=30)
+                               stderr=subprocess.DEVNULL, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return (), ()
     return (command, walls) if probe.returncode == 0 else ((), ())
