@@ -62,6 +62,15 @@ def _two_digits(value: float | None) -> float | None:
     return float(f"{value:.2g}")
 
 
+def _where(size: str, public_ids: set) -> str:
+    """A flag's size as the agent may see it: a public id whole, a hidden one as its index."""
+    if size in public_ids:
+        return size
+    if size.startswith("hidden-"):
+        return size.split(":", 1)[0]
+    return "fuzz" if size.startswith("fuzz") else "grade"
+
+
 def build(document: dict) -> dict:
     """The agent-safe report of a full grade document."""
     sizes, public_ids = [], set()
@@ -75,10 +84,8 @@ def build(document: dict) -> dict:
                           "speedup": _two_digits(s["speedup"])})
     flags = []
     for f in document["flags"]:
-        where = f["size"] if f["size"] in public_ids else ("fuzz" if f["size"].startswith("fuzz") else
-                                                           f["size"].split(":", 1)[0] if f["size"].startswith("hidden-")
-                                                           else "grade")
-        entry = {"size": where, "rerun": f["rerun"], "code": f["code"], "meaning": MEANING.get(f["code"], _UNKNOWN)}
+        entry = {"size": _where(f["size"], public_ids), "rerun": f["rerun"], "code": f["code"],
+                 "meaning": MEANING.get(f["code"], _UNKNOWN)}
         if entry not in flags:
             flags.append(entry)
     return {"agent_report_version": VERSION, "env": document["env"], "status": document["status"],

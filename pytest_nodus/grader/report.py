@@ -36,7 +36,7 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
     rewards = [v.reward for v in verdicts]
     speedups = [v.speedup for v in verdicts if v.speedup]
     env = next((r["env"] for r in results if r.get("env")), meta.get("env") or {"name": None, "version": None})
-    isolations = [set(r["isolation"]) for r in results if r.get("isolation")]
+    isolations = [r["isolation"] for r in results if r.get("isolation")]
     flags = []
     for r in results:
         for f in r.get("flags", []):
@@ -51,7 +51,7 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         "sealed": meta["sealed"],
         "trusted": bool(meta.get("trusted")),
         # The walls that held at every size.
-        "isolation": sorted(set.intersection(*isolations), key=_wall_order) if isolations else [],
+        "isolation": [w for w in isolations[0] if all(w in i for i in isolations)] if isolations else [],
         # Fewest over the sizes: a grade is as sealed as its least sealed size.
         "removed_fatbins": min((r.get("removed_fatbins") or 0 for r in results if r.get("isolation")), default=0),
         "status": status,
@@ -68,10 +68,6 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         "grader": meta["grader"],
     }
     return document
-
-
-def _wall_order(wall: str) -> tuple:
-    return ({"trusted": 0, "process": 1}.get(wall, 3 if "namespace" in wall else 2 if wall.startswith("landlock") else 4), wall)
 
 
 def _size_order(r: dict) -> tuple:
