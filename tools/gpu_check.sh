@@ -127,5 +127,16 @@ done
 # must not overwrite the first's grades.
 tar czf "$OUT/gpu-grades-$TAG$(IFS=-; echo "${*:-quick}").tar.gz" -C "$WORK" .
 ls "$WORK"/*.json >/dev/null 2>&1 && python3 -m pytest_nodus.commands.table "$WORK"/*.json
+# The walls' own readings per grade: what held, the most CPU run outside the harness between
+# two calls (grader/idle_work.py), rounds timed again on a contended GPU (grader/gpu_idle.py).
+ls "$WORK"/*.json >/dev/null 2>&1 && python3 - "$WORK"/*.json <<'PY'
+import json, os, sys
+for path in sys.argv[1:]:
+    g = json.load(open(path))
+    idle = [s["idle_work_ms"] for s in g["sizes"] if s.get("idle_work_ms") is not None]
+    print(f"{os.path.basename(path)[:-5]:40s} idle_work_max={max(idle) if idle else None} "
+          f"contended_rounds={sum(s.get('contended_rounds') or 0 for s in g['sizes'])} wall={g.get('wall_s')} "
+          f"isolation={','.join(g.get('isolation') or [])}")
+PY
 # Cheats against the verdicts their files declare for the GPU (EXPECT["cuda"]).
 ls "$WORK"/cheat_*.json >/dev/null 2>&1 && python3 tests/corpus/expectations.py "$WORK"/cheat_*.json

@@ -50,7 +50,8 @@ MEANING = {
     "worker_died": "a grading worker died", "no_result": "a size produced no result",
     "expert_failed": "the grader's reference kernel failed (not the submission's fault)",
     "fuzz_failed": "a drawn size failed", "grader_out_of_memory": "the grader ran out of memory",
-    "gpu_busy": "the GPU was held by another grade for too long", "timeout": "a call did not finish in time",
+    "gpu_busy": "the GPU was held by another grade for too long",
+    "gpu_contended": "another process kept the GPU busy while calls were timed", "timeout": "a call did not finish in time",
 }
 _UNKNOWN = "the grader flagged this size"
 _PUBLIC_FIELDS = ("status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms", "speedup")

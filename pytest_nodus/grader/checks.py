@@ -8,8 +8,8 @@ check          what it looks at      submission                            exper
 ============== ===================== ===================================== =====================
 processes      /proc, the grader's   ``background_process``,               the same (only a
                adopted children      ``sandbox_escape``                    submission detaches)
-reported       the sandbox's own     each flag as reported (threads on     ignored (trusted code)
-               tripwire flags        untimed calls excepted: compilers)
+reported       the sandbox's own     each flag as reported                 ignored (trusted code)
+               tripwire flags
 outputs        the grader's view of  overlap, late change, live children   not checked
                the outputs' bytes
 raised         the report            ``raised``                            the grader's side failed
@@ -17,6 +17,8 @@ inputs         pristine copies       ``input_mutated``                     the g
 values         the reference         ``wrong_values``, ``non_finite_output`` expert: must pass;
                                                                            baseline: error noted
 times          the report            ``protocol_violation`` if missing     the same
+idle work      the scheduler, after  ``background_thread``                 not checked
+               a timed call          (grader/idle_work.py, in grading.py)
 ============== ===================== ===================================== =====================
 
 "The grader's side failed" raises: ``expert_failed`` (the size stays at the floor, never
@@ -78,19 +80,14 @@ def outputs(reading: Reading, slot, timed: bool) -> list[Finding]:
     return found
 
 
-def reported(reading: Reading, timed: bool) -> list[Finding]:
+def reported(reading: Reading) -> list[Finding]:
     """The sandbox's tripwire flags (raises if they are not well formed)."""
     flags = reading.report.get("flags")
     if not isinstance(flags, list) or not all(isinstance(f, dict) for f in flags):
         raise SandboxFailure("flagged", "protocol_violation", "malformed flags in the sandbox's reply")
     found = []
     for f in flags:
-        code = str(f.get("code", "protocol_violation"))
-        if code == "background_thread" and not timed:
-            # torch.compile and tqdm start threads while compiling (a size's first calls); a
-            # thread kept from then on is caught by the late-write check.
-            continue
-        found.append(Finding(code, str(f.get("detail", ""))))
+        found.append(Finding(str(f.get("code", "protocol_violation")), str(f.get("detail", ""))))
     return found
 
 

@@ -58,19 +58,12 @@ import time
 import torch
 
 from pytest_nodus.grader import child_time, process_memory
+from pytest_nodus.grader.gpu_idle import IdleProbe
 from pytest_nodus.grader.processes import children, descendants, describe_processes
 from pytest_nodus.shared.arena import FLAG_BYTES, MAX_OUTPUTS, flag_word, output_words
 from pytest_nodus.shared.bits import poison_
 from pytest_nodus.shared.stream_ops import StreamMemoryOps
 
-# ~4 ms at the H200's ~2 GHz boost clock: room for the rest of open()'s enqueueing, the pipe
-# round trip and the call's host-side launches, so that a call whose host work outlasts its
-# GPU work is still timed as GPU work. With ~1 ms, cuDNN's 0.35 ms attention call could read
-# 0.35-0.94 ms on a slower host (its launches landing after the GPU had reached them): the
-# attention expert graded as a submission read 0.913-1.077x per rerun at its three shortest
-# sizes, and 0.994-0.998x with 4 ms (docs/timing.md). The spin is before the window opens:
-# it costs wall time only, ~4 ms per timed call.
-SPIN_CYCLES = 8_000_000
 _gather_kernel = None
 
 
@@ -116,6 +109,7 @@ class GraderClock:
         self._where: list = []
         self._spans: list | None = None  # the GPU snapshot's output_spans, read once per call
         self.pid: int | None = None  # the sandbox's, set once it runs (the CPU clock reads it)
+        self.cgroup = None  # the sandbox's cgroup (grader/cgroup.py) where it has one: the CPU clock
         self.call_number = 0
         self._snapshot: list[torch.Tensor] = []
         self.arena = arena
@@ -140,6 +134,7 @@ class GraderClock:
             l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20)
             self.flush_buffer = torch.empty(max(4 * l2, 256 << 20), dtype=torch.uint8, device=device)
             with torch.cuda.device(device):
+                self.probe = IdleProbe(device)
                 self.go.record(self.stream)  # it must exist before its handle is exported
                 # Build the snapshot kernel now: a build inside a window would be timed.
                 self._outputs = [(4, torch.int32, (1,))]
@@ -171,7 +166,7 @@ class GraderClock:
                 view.copy_(pristine)
             for receipt in receipts:
                 poison_(receipt)
-            self._t_open, self._helpers_open = self._process_cpu_ns(), self._descendants_cpu_ns()
+            self._t_open, self._helpers_open = self._cpu_ns(exact=False), self._descendants_cpu_ns()
             self._t_close = None
             return self.call_number
         self.stream.wait_stream(torch.cuda.current_stream(self.device))  # the pristine inputs are made there
@@ -183,7 +178,7 @@ class GraderClock:
             # sandbox writes only after open() returns: a deadlock that holds the GPU lock
             # (seen with four attention grades on one GPU).
             snapshot = [self._snapshot_buffer(slot) for slot in range(len(receipts))]
-            torch.cuda._sleep(SPIN_CYCLES)
+            self.probe.spin()  # also sees whether the GPU is idle of other contexts (grader/gpu_idle.py)
             self.opened.record(self.stream)
             for view, pristine in copies:
                 view.copy_(pristine)
@@ -209,7 +204,7 @@ class GraderClock:
             return self._snapshot
         self._where = process_memory.valid_places(where, self._outputs)
         self._snapshot = [self._read_output(slot, receipt) for slot, receipt in enumerate(receipts)]
-        self._t_close = self._process_cpu_ns()
+        self._t_close = self._cpu_ns(exact=True)
         helpers = self._descendants_cpu_ns()
         live = sum(t - self._helpers_open.get(pid, 0) for pid, t in helpers.items()) / 1e6
         self.helper_ms = live + (self._ended_ms() or 0.0)
@@ -295,7 +290,8 @@ class GraderClock:
         if not self.cuda:
             if self._t_open is None or self._t_close is None:
                 return None
-            return (self._t_close - self._t_open) / 1e6 + (self.helper_ms or 0.0)
+            children = 0.0 if self.cgroup is not None else (self.helper_ms or 0.0)  # a cgroup's count holds them
+            return (self._t_close - self._t_open) / 1e6 + children
         deadline = time.monotonic() + timeout_s
         while not self.closed.query():
             if time.monotonic() > deadline:
@@ -314,6 +310,16 @@ class GraderClock:
             except OSError:
                 continue
         return times
+
+    def _cpu_ns(self, exact: bool) -> int | None:
+        """The CPU clock: the cgroup's count where the sandbox has one (everything it started,
+        wherever re-parented, ended ones too), else the sandbox process's own. At the window's
+        open it need not be exact: a slice not yet counted there only lengthens the window.
+        At its close it must be: work left on a core past the outputs' read would be charged
+        to nobody."""
+        if self.cgroup is not None:
+            return self.cgroup.exact_usage_ns() if exact else self.cgroup.usage_ns()
+        return self._process_cpu_ns()
 
     def _process_cpu_ns(self) -> int | None:
         """The sandbox's CPU time, all its threads (live and ended) summed by the kernel, to

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import checks, devices, inputs, timing
+from pytest_nodus.grader import checks, devices, idle_work, inputs, timing
+from pytest_nodus.grader.cgroup import frozen
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
 from pytest_nodus.grader.sandbox_pool import SandboxPool
@@ -91,8 +92,12 @@ class Grader:
         submission = role == "submission"
         if baseline:
             slot.write_now(fresh)  # a baseline's untimed prepare reads them while armed
-        reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh), slot.receipts,
-                               timeout)
+        if submission:
+            self._idle_check(sandbox, result)
+        # The other sandboxes stand still meanwhile: none can slow this call, on the CPU or the GPU.
+        with frozen(s.cgroup for s in self.pool.all() if s is not sandbox):
+            reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
+                                   slot.receipts, timeout)
         if submission and reading.ok:
             for finding in checks.outputs(reading, slot, timed):
                 result.flag(finding.code, finding.detail)
@@ -100,7 +105,7 @@ class Grader:
                 checks.children_ran(result, reading, reading.child_ms)
         for finding in checks.processes(reading, self.pool.all(), timed, submission):
             result.flag(finding.code, finding.detail)
-        for finding in checks.reported(reading, timed):
+        for finding in checks.reported(reading):
             if submission:
                 result.flag(finding.code, finding.detail)
         if (raised := checks.raised(reading)) is not None:
@@ -129,7 +134,18 @@ class Grader:
                                          f"the expert's '{check.name}' misses tolerance ({check.error:.3g})")
         t_stream, t_call = checks.times(reading)
         self._warmed.add(first_call)
-        return timing.CallTimes(t_stream, t_call, reading.window_ms), references
+        if timed:
+            sandbox.idle.returned(sandbox)
+        return timing.CallTimes(t_stream, t_call, reading.window_ms, reading.contended_ns), references
+
+    def _idle_check(self, sandbox: Sandbox, result: SizeResult) -> None:
+        """Work the submission's other threads and processes did since its last timed call."""
+        worked = sandbox.idle.worked(sandbox)
+        if worked is not None:
+            result.idle_work_ms = max(result.idle_work_ms or 0.0, round(worked[0], 3))
+        if worked is not None and worked[0] > idle_work.ALLOWED_MS:
+            result.flag("background_thread", f"{worked[0]:.1f} ms of CPU outside the harness after a call returned "
+                                             f"({', '.join(worked[1]) or 'threads that have ended'})")
 
     # -- the kernel audit ------------------------------------------------------------
     def _finish_flags(self, env: Environment, reply: dict, result: SizeResult) -> None:
@@ -203,15 +219,17 @@ class Grader:
         plan = TimingPlan(*rounds) if rounds else self.plan
         with devices.exclusive(self.device, self.gpu_wait_s):
             try:
-                for round_number in range(plan.warmup + plan.timed):
+                round_number, rounds_left, contended = 0, plan.warmup + plan.timed, 0
+                while rounds_left:
                     seed = inputs.call_seed(self.grade_seed, label, round_number)
                     fresh = inputs.make_inputs(env, size.dims, seed, self.torch_device)
                     references = None
                     roles = ("submission", "expert") if round_number % 2 == 0 else ("expert", "submission")
+                    timed = round_number >= plan.warmup
+                    round_times, void = {}, False
                     for role in roles:
                         if role not in sandboxes and not self._start_expert(env, size, sandboxes, result):
                             return result
-                        timed = round_number >= plan.warmup
                         try:
                             call, references = self._call(env, sandboxes[role], size.dims, fresh, references,
                                                           result, role, timed)
@@ -226,8 +244,8 @@ class Grader:
                             # runs, so the late-write check and the audit name the cheat.
                             self._finish_flags(env, submission.finish(self._timeout(env)), result)
                             return result
-                        if timed:
-                            times[role].append(call)
+                        round_times[role] = call
+                        void |= timed and call.contended_ns > 0
                     for role in list(baselines):
                         try:
                             call, references = self._call(env, baselines[role], size.dims, fresh, references, result,
@@ -236,8 +254,23 @@ class Grader:
                             self._baseline_failed(result, role.removeprefix("baseline:"), str(failure))
                             del baselines[role], times[role]
                             continue
-                        if round_number >= plan.warmup:
+                        round_times[role] = call
+                    round_number += 1
+                    if void:
+                        # Another context held the GPU as a window opened (grader/gpu_idle.py):
+                        # the round was verified, and is timed again on fresh inputs.
+                        contended += 1
+                        result.contended_rounds = contended
+                        if contended > plan.timed:
+                            result.flag("gpu_contended", f"{contended} rounds opened on a GPU another context held "
+                                                         f"(a step of {call.contended_ns / 1e6:.2f} ms in the spin)")
+                            return result
+                        continue
+                    rounds_left -= 1
+                    for role, call in round_times.items():
+                        if timed:
                             times[role].append(call)
+                self._idle_check(submission, result)
                 for role in ("expert", "submission"):
                     reply = sandboxes[role].finish(self._timeout(env))
                     if role == "submission":

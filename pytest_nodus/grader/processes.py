@@ -149,3 +149,19 @@ def reap_group(pgid: int) -> None:
         fields = stat_fields(pid)
         if len(fields) > 2 and fields[2] == str(pgid):
             reap(pid)
+
+
+def task_runtimes(tids) -> dict[int, tuple[bool, int]]:
+    """Per thread id: (whether it is running or runnable, its CPU time in ns as the scheduler
+    last added it up). Threads that are gone are left out."""
+    found = {}
+    for tid in tids:
+        fields = stat_fields(tid)
+        try:
+            with open(f"/proc/{tid}/schedstat") as schedstat:
+                runtime = int(schedstat.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if fields:
+            found[tid] = (fields[0] == "R", runtime)
+    return found

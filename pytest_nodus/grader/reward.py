@@ -34,7 +34,7 @@ FLAG_STATUS = {
     "raised": "error", "crashed": "error", "process_exit": "error", "load_failed": "error",
     "sandbox_dead": "error", "harness_error": "error", "worker_died": "error", "no_result": "error",
     "expert_failed": "error", "fuzz_failed": "error", "grader_out_of_memory": "error",
-    "gpu_busy": "error",
+    "gpu_busy": "error", "gpu_contended": "error",
     "timeout": "timeout",
 }
 

@@ -27,7 +27,9 @@ from pathlib import Path
 
 from pytest_nodus.grader import heap_build, walls
 from pytest_nodus.grader.arena_memory import create_arena
+from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
 from pytest_nodus.grader.clock import GraderClock
+from pytest_nodus.grader.idle_work import IdleWatch
 from pytest_nodus.grader.processes import REAP_TIMEOUT_S, reap_group
 from pytest_nodus.shared import protocol
 from pytest_nodus.shared.arena import FLAG_BYTES, aligned
@@ -67,6 +69,9 @@ class Reading:
     opened_boot_ticks: int  # when the window opened, in /proc's start-time unit
     pid: int
     _clock: GraderClock = field(repr=False)
+    # The largest step the pre-window spin saw (ns), when another context held the GPU
+    # (grader/gpu_idle.py); 0 when it was the grader's alone, and on the CPU.
+    contended_ns: int = 0
 
     @property
     def ok(self) -> bool:
@@ -118,6 +123,8 @@ class Sandbox:
         self.clock = None  # the grader's clock for this sandbox's calls (grader/clock.py)
         self.isolation: list[str] = []  # what held, for the grade (grader/walls.py, sandbox/confine.py)
         self.pid: int | None = None  # the sandbox's own pid; self.process is its launcher when walled
+        self.cgroup: SandboxCgroup | None = None  # its CPU count, freeze and kill (grader/cgroup.py)
+        self.idle = IdleWatch()  # what it ran between calls (grader/idle_work.py)
         self.removed_fatbins = 0  # fatbins this sandbox overwrote (sandbox/fatbin_removal.py), as it said
         self.scratch: Path | None = None
 
@@ -161,7 +168,9 @@ class Sandbox:
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
         launcher, raised = walls.prefix()
-        command = [*launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
+        self.cgroup = SandboxCgroup.create(self.role)
+        entered = self.cgroup.enter() if self.cgroup is not None else []
+        command = [*entered, *launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
                    str(rep_w), "--kernel", str(kernel_copy), "--entry-point", self.entry_point,
                    "--device", self.device, "--scratch", str(self.scratch), "--role", self.role]
         if not self.audit:
@@ -188,8 +197,12 @@ class Sandbox:
         if self.pid is None:
             self._kill()
             raise SandboxFailure("error", "harness_error", "the sandbox's launcher does not hold exactly one sandbox")
-        self.clock.pid = self.pid
+        self.clock.pid, self.clock.cgroup = self.pid, self.cgroup
         confined = str(hello.get("isolation", ""))  # "trusted", or Landlock's "landlock-abiN", or "process"
+        if self.cgroup is not None and confined.startswith("landlock"):
+            # A wall only while the sandbox cannot write cgroup files: Landlock keeps it off
+            # /sys/fs/cgroup, where a process of the grader's uid could move itself out.
+            raised = (*raised, CGROUP)
         self.isolation = ["trusted"] if confined == "trusted" else \
             ["process", *([confined] if confined.startswith("landlock") else []), *raised]
         self.removed_fatbins = int(hello.get("removed_fatbins") or 0)
@@ -206,6 +219,9 @@ class Sandbox:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self._kill()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
         self.arena = None
         self.clock = None
         if self.scratch is not None:
@@ -259,8 +275,9 @@ class Sandbox:
 
     def _reading(self, report: dict, outputs: list, window_ms: float | None) -> Reading:
         clock = self.clock
+        contended = clock.probe.contended_ns() if clock.cuda and window_ms is not None else 0
         return Reading(report, outputs, window_ms, clock.helper_ms, clock.children_at_open, clock.opened_boot_ticks,
-                       self.pid, clock)
+                       self.pid, clock, contended)
 
     # -- requests -----------------------------------------------------------------------
     def request(self, message: dict, timeout_s: float) -> dict:
@@ -322,6 +339,8 @@ class Sandbox:
         return SandboxFailure("error", "process_exit", f"the sandbox exited (status {code}) during {during}")
 
     def _kill(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()  # everything it started, wherever re-parented
         if self.process is not None:
             # The whole process group, also when the sandbox itself has exited: processes the
             # submission started (tests/cheats/rmsnorm/forked_worker.py) must not outlive it.

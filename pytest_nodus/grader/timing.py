@@ -84,6 +84,7 @@ class CallTimes:
     t_stream_ms: float
     t_call_ms: float
     grader_ms: float | None  # the grader's window (None: the call never reached it)
+    contended_ns: int = 0  # another context held the GPU as the window opened (grader/gpu_idle.py): not timed
 
     def as_json(self) -> dict:
         """The grade's ``timed_calls`` entry (schema: ``window_ms`` is ``grader_ms``)."""

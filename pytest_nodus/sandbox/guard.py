@@ -11,8 +11,6 @@ clock, Landlock) do not depend on them. They name what a cheat did, so that a gr
 - :func:`poison_free_memory`: before each call, blocks the size of each expected output
   are allocated, filled with NaN and freed, so a ``torch.empty`` that is never written
   returns poison, not whatever the allocator held before.
-- :class:`ThreadCensus`: a Python thread started during a call and still alive after it
-  returns is work the timer did not see.
 - :class:`EscapeTripwire`: an audit hook (which Python cannot remove) that records every
   attempt to open or list a path outside the sandbox's allowed trees. Landlock already
   refuses those reads; the tripwire makes a refused attempt a flag even when the
@@ -83,17 +81,6 @@ def poison_free_memory(shapes_dtypes, device: torch.device) -> None:
         block.fill_(float("nan") if dtype.is_floating_point else -1)
         blocks.append(block)
     del blocks
-
-
-class ThreadCensus:
-    def __init__(self) -> None:
-        self._before: set[int] = set()
-
-    def start(self) -> None:
-        self._before = {t.ident for t in threading.enumerate()}
-
-    def new_alive(self) -> list[str]:
-        return [t.name for t in threading.enumerate() if t.ident not in self._before and t.is_alive()]
 
 
 class EscapeTripwire:
