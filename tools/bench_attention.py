@@ -30,7 +30,7 @@ from env_suites.attention_backward.environment import ENVIRONMENT as ENV  # noqa
 from pytest_nodus.grader import inputs as nodus_inputs  # noqa: E402
 from pytest_nodus.grader.correctness import check_outputs  # noqa: E402
 from pytest_nodus.grader.environment import load_hidden_sizes  # noqa: E402
-from pytest_nodus.grader.gpu_idle import IdleProbe  # noqa: E402  the grader's own pre-call GPU spin
+from pytest_nodus.grader.clock import SPIN_CYCLES  # noqa: E402  the grader's own pre-call GPU spin
 
 KERNELS = {
     "cudnn": ROOT / "expert/attention_backward/expert_cuda.py",
@@ -55,7 +55,6 @@ def time_kernel(module, dims, reps: int, flush: torch.Tensor, seed: int):
     """(median ms, worst error / tolerance, first call s) over ``reps`` timed calls after one
     warm-up; the first call's wall time (prepare included) is where compilation shows."""
     times, worst, first_s = [], 0.0, None
-    spin = IdleProbe(torch.device("cuda"))
     for rep in range(reps + 1):
         began = time.perf_counter()
         fresh = nodus_inputs.make_inputs(ENV, dims, seed + rep, torch.device("cuda"))
@@ -64,7 +63,7 @@ def time_kernel(module, dims, reps: int, flush: torch.Tensor, seed: int):
             args = module.prepare(*args)
         torch.cuda.synchronize()
         flush.zero_()
-        spin.spin()
+        torch.cuda._sleep(SPIN_CYCLES)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         outputs = module.kernel(*args)

@@ -64,6 +64,15 @@ from pytest_nodus.shared.arena import FLAG_BYTES, MAX_OUTPUTS, flag_word, output
 from pytest_nodus.shared.bits import poison_
 from pytest_nodus.shared.stream_ops import StreamMemoryOps
 
+# ~4 ms at the H200's ~2 GHz boost clock: room for the rest of open()'s enqueueing, the pipe
+# round trip and the call's host-side launches, so that a call whose host work outlasts its
+# GPU work is still timed as GPU work. With ~1 ms, cuDNN's 0.35 ms attention call could read
+# 0.35-0.94 ms on a slower host (its launches landing after the GPU had reached them): the
+# attention expert graded as a submission read 0.913-1.077x per rerun at its three shortest
+# sizes, and 0.994-0.998x with 4 ms (docs/timing.md). The spin is before the window opens:
+# it costs wall time only, ~4 ms per timed call.
+SPIN_CYCLES = 8_000_000
+
 _gather_kernel = None
 
 
@@ -178,7 +187,8 @@ class GraderClock:
             # sandbox writes only after open() returns: a deadlock that holds the GPU lock
             # (seen with four attention grades on one GPU).
             snapshot = [self._snapshot_buffer(slot) for slot in range(len(receipts))]
-            self.probe.spin()  # also sees whether the GPU is idle of other contexts (grader/gpu_idle.py)
+            self.probe.run()  # the GPU idle of other contexts? The host waits for it (grader/gpu_idle.py)
+            torch.cuda._sleep(SPIN_CYCLES)
             self.opened.record(self.stream)
             for view, pristine in copies:
                 view.copy_(pristine)
@@ -277,6 +287,11 @@ class GraderClock:
             if not torch.equal(now, _bytes(self._snapshot[slot])):
                 changed.append(slot)
         return changed
+
+    def probed(self) -> None:
+        """Return once the window's idle probe has ended: only then may the sandbox go."""
+        if self.cuda:
+            self.probe.wait()
 
     def release(self) -> None:
         """The call will not write its flag (it failed or hung): write it here, so the

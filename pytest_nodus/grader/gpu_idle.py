@@ -1,27 +1,31 @@
-"""The spin before each GPU window, made a probe that sees whether the GPU is the grader's alone.
+"""Before each GPU window: a probe that shows the GPU idle of every other context.
 
-The grader's stream spins before every window opens (grader/clock.py says why: the host's
-enqueueing of the call must reach the GPU before the GPU runs dry). Contexts of different
-processes do not run side by side on a GPU: the GPU time-slices between them. So a spin that
-reads the GPU's global timer in a tight loop sees a jump whenever another context held the
-GPU: on the H200 a 2.4 ms loop's largest step is 32-64 ns alone and 0.3-2.4 ms while another
-process's kernels run (``bash tools/gpu_check.sh walls``, docs/sealing.md).
+Contexts of different processes do not run side by side on a GPU: the GPU time-slices
+between them. So a loop that reads the GPU's global timer sees a jump whenever another
+context held the GPU: on the H200 a 2.4 ms loop's largest step is 32-64 ns alone and
+0.3-2.4 ms while another process's kernels run (``bash tools/gpu_check.sh walls``,
+docs/sealing.md).
 
-A window whose spin saw such a jump was opened on a GPU that was not idle of other work: the
-other role's work launched before it was frozen (grader/cgroup.py freezes its threads, not
-the GPU work they queued), the timed sandbox's own threads, or another process on the GPU.
-Its call is not timed: the round is graded for correctness and run again on fresh inputs
-(grader/grading.py). The probe costs nothing the spin did not already cost.
+The probe runs on the grader's stream ahead of the window, and the grader waits for it to
+end before it tells the sandbox to go: while it runs, the called sandbox has nothing queued
+(its harness synchronised when it armed the call) and the others are frozen (grader/cgroup.py
+stops their threads, not the GPU work they already queued). A jump then is work of another
+context: a frozen sandbox's leftovers, or another process. A window opened after such a probe
+is not timed: its round is verified, then run again on fresh inputs (grader/grading.py).
+
+Why not probe during the spin that follows (grader/clock.py): by then the called sandbox has
+queued its call behind the ``go`` event, and on the H200 a sandbox whose second stream waits
+there (tests/cheats/rmsnorm/side_stream.py) shows steps of 2.4 ms in a spin of the grader's.
 """
 
 from __future__ import annotations
 
 import torch
 
-# How long the spin lasts. ~4 ms: with ~1 ms the attention expert graded as a submission read
-# 0.913-1.077x per rerun at its three shortest sizes on the H200, with 4 ms 0.994-0.998x
-# (docs/timing.md). It is before the window opens: wall time only.
-SPIN_NS = 4_000_000
+# How long the probe lasts: longer than the longest step seen with another context's kernels
+# (2.4 ms), so another context with work gets at least one slice inside it. Wall time only,
+# before the window: ~4 ms per call.
+PROBE_NS = 4_000_000
 # A larger step between two timer reads means another context held the GPU: 1500x the
 # largest step seen alone, a third of the shortest seen with another context's kernels.
 GAP_LIMIT_NS = 100_000
@@ -53,18 +57,24 @@ def _probe():
 
 
 class IdleProbe:
-    """One per grader clock: the spin's result lives on the GPU until the window is read."""
+    """One per grader clock: the probe's result stays on the GPU until its window is read."""
 
     def __init__(self, device: torch.device):
         self.largest_gap = torch.zeros(1, dtype=torch.int64, device=device)
-        _probe()[(1,)](self.largest_gap, 1000)  # built now: a build inside a spin would be seen as a gap
+        self._done = torch.cuda.Event()
+        _probe()[(1,)](self.largest_gap, 1000)  # built now: a build inside a probe would be seen as a step
 
-    def spin(self) -> None:
-        """Queue the spin on the current stream."""
-        _probe()[(1,)](self.largest_gap, SPIN_NS)
+    def run(self) -> None:
+        """Queue the probe on the current stream."""
+        _probe()[(1,)](self.largest_gap, PROBE_NS)
+        self._done.record()
+
+    def wait(self) -> None:
+        """Until the queued probe has ended (the host, before it sends ``go``)."""
+        self._done.synchronize()
 
     def contended_ns(self) -> int:
-        """The last spin's largest step, in ns, once its window has closed; 0 when it is
-        under :data:`GAP_LIMIT_NS` (the GPU was the grader's alone)."""
+        """The last probe's largest step, in ns, once it has ended; 0 when it is under
+        :data:`GAP_LIMIT_NS` (the GPU was the grader's alone)."""
         gap = int(self.largest_gap.item())
         return gap if gap > GAP_LIMIT_NS else 0

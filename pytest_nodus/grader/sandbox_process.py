@@ -251,6 +251,7 @@ class Sandbox:
         window_ms = None
         call_number = self.clock.open(copies, receipts)
         try:
+            self.clock.probed()
             self.send({"op": protocol.GO, "call": call_number})
             reply = self.receive(timeout_s, during="a call")
             if not reply.get("ok"):
