@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
+
 import pytest
 from conftest import CHEATS, REPO
+
+from pytest_nodus.grader.cgroup import SandboxCgroup
 
 pytestmark = pytest.mark.corpus
 
@@ -63,11 +67,19 @@ WALL_PLANTS = {
     # Another sandbox's scratch directory, holding its kernel file.
     "other_scratch": "d = tempfile.mkdtemp(prefix='nodus-canary-', dir='/dev/shm'); "
                      "open(os.path.join(d, 'kernel_under_test.py'), 'w').write('x = 1')",
+    # A cgroup of its own below the one it runs in, which it can leave for its parent.
+    "escape_cgroup": "d = os.path.join(canary._cgroup_dir()[1], 'nodus-canary-cgroup'); os.makedirs(d, exist_ok=True); "
+                     "open(os.path.join(d, 'cgroup.procs'), 'w').write('0')",
 }
 
 
 @pytest.mark.parametrize("canary", sorted(WALL_PLANTS))
 def test_wall_canaries_see_what_a_sandbox_hides(canary, tmp_path):
+    if canary == "escape_cgroup":
+        probe = SandboxCgroup.create("canary-probe")
+        if probe is None:
+            pytest.skip("no writable cgroup v2 hierarchy here: the grade's isolation lists no cgroup")
+        probe.remove()
     driver = CANARY_DRIVER.replace("import importlib.util,", "import importlib.util, subprocess, tempfile,")
     driver = driver.replace("PLANT", WALL_PLANTS[canary] + "; planted.append(1)")
     driver = "planted = []\n" + driver
@@ -76,5 +88,7 @@ def test_wall_canaries_see_what_a_sandbox_hides(canary, tmp_path):
                          capture_output=True, text=True, timeout=300, start_new_session=True)
     subprocess.run(["pkill", "-f", "time.sleep(120)"], check=False)
     subprocess.run("rm -rf /dev/shm/nodus-canary-*", shell=True, check=False)
+    for left in Path("/sys/fs/cgroup").glob("**/nodus-canary-cgroup"):
+        left.rmdir()
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "honest"

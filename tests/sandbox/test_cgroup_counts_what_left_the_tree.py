@@ -1,0 +1,40 @@
+"""A sandbox's cgroup counts the CPU time of everything it started, wherever it went."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pytest_nodus.grader.cgroup import SandboxCgroup
+
+# A parent that double-forks a grandchild (re-parented away from it at once), which burns
+# 0.3 s of CPU and exits; the parent waits for nothing and sleeps.
+_DETACHED_BURN = """
+import os, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        t = time.process_time()
+        while time.process_time() - t < 0.3:
+            pass
+    os._exit(0)
+time.sleep(1.0)
+"""
+
+
+@pytest.fixture
+def cgroup():
+    made = SandboxCgroup.create("test")
+    if made is None:
+        pytest.skip("no writable cgroup v2 hierarchy here (grader/cgroup.py falls back to per-process clocks)")
+    yield made
+    made.remove()
+
+
+def test_a_detached_grandchild_is_counted(cgroup):
+    before = cgroup.usage_ns()
+    subprocess.run([*cgroup.enter(), sys.executable, "-c", _DETACHED_BURN], check=True, timeout=60)
+    time.sleep(0.2)  # the grandchild may outlive its parent by a moment
+    assert cgroup.usage_ns() - before >= 0.3e9

@@ -1,0 +1,54 @@
+"""Between calls, a thread that is only alive costs nothing; a thread that works is counted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_nodus.grader.cgroup import SandboxCgroup
+from pytest_nodus.grader.idle_work import ALLOWED_MS, IdleWatch
+
+# The main thread stands for the harness (left out of the count); a second thread is either
+# parked on an event (a pool's idle worker) or busy.
+_PROCESS = """
+import sys, threading, time
+def busy():
+    while True: pass
+parked = threading.Event()
+threading.Thread(target=busy if sys.argv[1] == "busy" else parked.wait, daemon=True).start()
+t = time.process_time()
+while time.process_time() - t < 0.2:  # the main thread works too: it must not count
+    pass
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("with_cgroup", [False, True])
+@pytest.mark.parametrize("worker", ["parked", "busy"])
+def test_only_work_counts(worker, with_cgroup):
+    cgroup = SandboxCgroup.create("test") if with_cgroup else None
+    if with_cgroup and cgroup is None:
+        pytest.skip("no writable cgroup v2 hierarchy here")
+    command = [*(cgroup.enter() if cgroup else []), sys.executable, "-c", _PROCESS, worker]
+    process = subprocess.Popen(command)
+    try:
+        time.sleep(0.3)  # both threads started
+        sandbox = SimpleNamespace(pid=process.pid, process=process, cgroup=cgroup)
+        watch = IdleWatch()
+        watch.returned(sandbox)
+        time.sleep(0.3)
+        spent, busiest = watch.worked(sandbox)
+        if worker == "busy":
+            assert spent > 100 and busiest
+        else:
+            assert spent < ALLOWED_MS
+        assert watch.worked(sandbox) is None  # it starts over at the next return
+    finally:
+        process.kill()
+        process.wait()
+        if cgroup is not None:
+            cgroup.remove()
