@@ -8,7 +8,10 @@ opening on one stops as ``gpu_contended``. On the CPU the thread burns a core in
 """
 
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
-EXPECT = {"cpu": ("flagged", ("background_thread", "forged_time")), "cuda": ("error", ("gpu_contended",))}
+# On the GPU its kernel also overlaps its own next call, whose device-wide synchronise then
+# shows pending work; which of the two ends the grade first varies from run to run.
+EXPECT = {"cpu": ("flagged", ("background_thread", "forged_time")),
+          "cuda": (("flagged", "error"), ("pending_work", "gpu_contended"))}
 
 import threading
 import time
