@@ -262,8 +262,9 @@ class Grader:
                         contended += 1
                         result.contended_rounds = contended
                         if contended > plan.timed:
+                            step = max(c.contended_ns for c in round_times.values()) / 1e6
                             result.flag("gpu_contended", f"{contended} rounds opened on a GPU another context held "
-                                                         f"(a step of {call.contended_ns / 1e6:.2f} ms in the spin)")
+                                                         f"(the last with a step of {step:.2f} ms in the idle probe)")
                             return result
                         continue
                     rounds_left -= 1

@@ -69,7 +69,7 @@ class Reading:
     opened_boot_ticks: int  # when the window opened, in /proc's start-time unit
     pid: int
     _clock: GraderClock = field(repr=False)
-    # The largest step the pre-window spin saw (ns), when another context held the GPU
+    # The largest step the window's idle probe saw (ns), when another context held the GPU
     # (grader/gpu_idle.py); 0 when it was the grader's alone, and on the CPU.
     contended_ns: int = 0
 
