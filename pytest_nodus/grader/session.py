@@ -128,10 +128,18 @@ class NodusSession:
         graded = [item for item in items if item.get_closest_marker(GRADED_MARKER)]
         if graded and self.options.submission is None:
             raise pytest.UsageError("pytest-nodus: grading an environment needs --nodus-submission=PATH")
+        # A grade is one environment's: its reward, expert and JSON record mean nothing mixed.
+        names = sorted({env.name for item in graded if (env := getattr(item.cls, "environment", None)) is not None})
+        if len(names) > 1 and not self.is_worker:  # under xdist the controller refuses (below)
+            raise pytest.UsageError(_mixed(names))
         self.collected.update(item.nodeid for item in items)
 
     def pytest_xdist_node_collection_finished(self, node, ids):
         self.collected.update(ids)
+        # Graded tests are EnvironmentSuite methods: one suite class per environment.
+        suites = sorted({i.rsplit("::", 1)[0] for i in ids if i.rsplit("::", 1)[-1].startswith(_GRADED_TESTS)})
+        if len(suites) > 1 and self.options.submission is not None:
+            pytest.exit(_mixed([suite.rsplit("::", 1)[-1] for suite in suites]), returncode=pytest.ExitCode.USAGE_ERROR)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
@@ -204,6 +212,14 @@ class NodusSession:
             terminalreporter.write_line(line)
 
 
+
+
+_GRADED_TESTS = ("test_size", "test_fuzzed_sizes")  # EnvironmentSuite's (grader/suite.py)
+
+
+def _mixed(names: list[str]) -> str:
+    return (f"pytest-nodus: this run collects {len(names)} environment suites ({', '.join(names)}); a grade covers "
+            "one: name its suite (pytest env_suites/NAME ...)")
 
 
 def _no_result(size_id: str, rerun: int, detail: str) -> dict:
