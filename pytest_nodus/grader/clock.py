@@ -5,7 +5,8 @@ that code can reach the harness (its stack frames, its objects) and rewrite what
 times included (``tests/cheats/rmsnorm/forge_reported_time.py`` did). So the grader times
 every call itself, as a window whose two ends only the grader can place:
 
-- **It opens** on the grader's own stream: a short GPU spin (so the host can get the call
+- **It opens** on the grader's own stream: the idle probe, which the host waits for before
+  it lets the sandbox go (grader/gpu_idle.py), a short GPU spin (so the host can get the call
   enqueued while the GPU waits, and launch latency is not timed as idle GPU), the start
   event, then *the call's inputs are copied into the arena*, the receipts poisoned and L2
   flushed, and the interprocess event ``go`` recorded. No input value exists in memory the
