@@ -13,9 +13,8 @@ stops their threads, not the GPU work they already queued). A jump then is work 
 context: a frozen sandbox's leftovers, or another process. A window opened after such a probe
 is not timed: its round is verified, then run again on fresh inputs (grader/grading.py).
 
-Why not probe during the spin that follows (grader/clock.py): by then the called sandbox has
-queued its call behind the ``go`` event, and on the H200 a sandbox whose second stream waits
-there (tests/cheats/rmsnorm/side_stream.py) shows steps of 2.4 ms in a spin of the grader's.
+The probe must run while the called sandbox has nothing queued: to the GPU's scheduler a
+sandbox stream waiting on ``go`` is work of another context too, and it shows as steps.
 """
 
 from __future__ import annotations

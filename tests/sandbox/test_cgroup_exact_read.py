@@ -6,22 +6,11 @@ import subprocess
 import sys
 import time
 
-import pytest
-
-from pytest_nodus.grader.cgroup import SandboxCgroup
 from pytest_nodus.grader.processes import task_runtimes
 
 # Spins on one core, never sleeping: the scheduler adds its time at ticks only.
 _SPIN = "while True: pass"
 
-
-@pytest.fixture
-def cgroup():
-    made = SandboxCgroup.create("test")
-    if made is None:
-        pytest.skip("no writable cgroup v2 hierarchy here")
-    yield made
-    made.remove()
 
 
 def test_exact_read_freezes_a_running_thread_and_holds_all_it_ran(cgroup, monkeypatch):
