@@ -54,3 +54,15 @@ def grade(pytester):
 def xdist(request):
     """Every grading test runs once plainly and once under pytest-xdist -n 2."""
     return request.param
+
+
+@pytest.fixture
+def cgroup():
+    """An empty sandbox cgroup (grader/cgroup.py), removed afterwards; skipped where none can be made."""
+    from pytest_nodus.grader.cgroup import SandboxCgroup
+
+    made = SandboxCgroup.create("test")
+    if made is None:
+        pytest.skip("no writable cgroup v2 hierarchy here (grader/cgroup.py falls back to per-process clocks)")
+    yield made
+    made.remove()
