@@ -9,9 +9,11 @@ time moved by more than 1%.
 
     nodus-recount GRADE.json...
 
-Statuses are taken as recorded (correctness does not depend on timing); the timing flags
-(forged_time, pending_work) are recomputed and any change is printed. The physical floor
-needs the device's peaks and is not re-checked.
+Statuses are taken as recorded (correctness does not depend on timing). The claims'
+tripwires (forged_time, pending_work) are recomputed, and any change printed, only for
+grades that recorded the submission's claims (schema before 2.0); since 2.0 the claims are
+not recorded and the tripwires stand as recorded. The physical floor needs the device's
+peaks and is not re-checked.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def recount(path: Path) -> list[str]:
                              + ", ".join(f"{role} {n}" for role, n in late.items() if n))
             recorded = {f["code"] for f in grade["flags"] if f["size"] == size["id"] and f["rerun"] == size["rerun"]}
             now = {code for code, _ in summary.flags}
-            for code in ({"forged_time", "pending_work"} & recorded) ^ now:
+            claims_recorded = any(c.claimed for c in times["submission"])
+            for code in (({"forged_time", "pending_work"} & recorded) ^ now) if claims_recorded else ():
                 lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} {code}: "
                              f"{'recorded, not raised now' if code in recorded else 'raised now, not recorded'}")
         per_rerun[size["rerun"]].append(entry)

@@ -320,14 +320,18 @@ class Grader:
         result.baseline_notes = {**(result.baseline_notes or {}), name: result.public_text(why)[:200]}
 
     def _summarise_times(self, env, size, times, result: SizeResult) -> None:
-        result.timed_calls = {role: [c.as_json() for c in calls] for role, calls in times.items()}
+        # The submission's claims are read, never recorded: their digits are the submission's to choose.
+        result.timed_calls = {role: [(c.unclaimed() if role == "submission" else c).as_json() for c in calls]
+                              for role, calls in times.items()}
         summary = timing.summarise(times, self.device.kind)
         for code, reason in summary.flags:
             result.flag(code, reason)
-        result.t_submission_grader_ms = summary.grader_ms
         result.t_expert_ms, result.t_expert_iqr_ms = summary.expert.median, summary.expert.iqr
-        result.t_submission_claimed_ms, result.t_submission_iqr_ms = summary.claimed.median, summary.claimed.iqr
-        result.t_submission_ms = summary.submission_ms
+        result.t_submission_ms, result.t_submission_iqr_ms = summary.submission.median, summary.submission.iqr
+        result.t_submission_grader_ms = result.t_submission_ms
+        if result.t_submission_ms is None:
+            # A correct size without a time would drop out of the reward's mean.
+            result.flag("no_result", "the grader's clock timed none of the submission's calls at this size")
         result.t_baselines_ms = summary.baselines_ms or None
         if result.t_submission_ms and result.t_expert_ms:
             result.speedup = result.t_expert_ms / result.t_submission_ms

@@ -30,8 +30,7 @@ class SizeResult:
     t_expert_ms: float | None = None
     t_submission_iqr_ms: float | None = None
     t_expert_iqr_ms: float | None = None
-    t_submission_grader_ms: float | None = None  # per call on the grader's clock (grader/clock.py)
-    t_submission_claimed_ms: float | None = None  # per call as the sandbox reported it
+    t_submission_grader_ms: float | None = None  # per call on the grader's clock: t_submission_ms (grader/clock.py)
     speedup: float | None = None
     throughput: float | None = None
     throughput_unit: str | None = None

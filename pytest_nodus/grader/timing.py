@@ -10,19 +10,23 @@ Those are the sandbox's claims; the grader also times every call on its own cloc
 
 Five rules turn them into numbers the grader trusts:
 
-- **The grader's clock.** The window holds the call plus a fixed cost (input copies,
+- **The grader's clock counts.** The window holds the call plus a fixed cost (input copies,
   flush, receipt copies) that is the same for expert and submission at a size. The
   expert's claims are trusted (it is the grader's own code in its own process), so the
   fixed cost is measured on it: ``overhead = median(window - t_stream)`` over its calls.
-  The submission's time on the grader's clock is ``median(window) - overhead``. The
-  counted time is the larger of that and the claim, so a claim can never make a call
-  cheaper than the grader saw it; a claim far under it (beyond the slack below) is a
-  forged time and flagged.
+  The submission's time is ``median(window) - overhead``: its own claims never enter the
+  count. They are tripwires: a median claim far under the grader's clock (beyond the slack
+  below) is a forged time and flagged. The record keeps none of them (``unclaimed``): a
+  claim is a number the submission writes freely, so every digit of it could carry a
+  payload (a hidden size's dims) to whoever reads the grade; what is recorded of the
+  submission is what the grader measured.
 - **Work left running at return.** ``t_call - t_stream`` is the time the device was still
   busy after the call returned on the current stream. For the expert it is only the
   synchronise's own latency ``L``; a submission's excess over ``L`` is work on another
-  stream (or launched late) and is flagged, and the claimed time is
-  ``max(t_stream, t_call - L)``: timed in full either way.
+  stream (or launched late) and is flagged. A trusted role's time is
+  ``max(t_stream, t_call - L)``: timed in full either way. (The submission's window already
+  spans every stream up to the snapshot of its outputs; work still running after that
+  lands in the next round's idle probe, ``grader/gpu_idle.py``.)
 - **A return marked late.** Now and then the GPU stamps the sandbox's return event well
   after the flag that precedes it on the same stream, close to the synchronise's own event,
   while the host and the synchronise ran on time (on the H200: 0.2 ms calls read as
@@ -38,7 +42,7 @@ Five rules turn them into numbers the grader trusts:
   the harness's enqueueing after the GPU went idle, 0.03-0.06 ms on the H200: the price of
   still counting that work). A late mark makes ``t_call - t_stream`` read short, so it can
   only lower the pending-work reading, whose time is counted through ``t_call - L``
-  regardless. The same rule reads every role's calls, the expert's included.
+  regardless. The rule reads the trusted roles' calls (the expert's, a baseline's).
 - **Physical floor.** Faster than moving the size's bytes or doing its FLOPs at the
   datasheet peak (with :data:`devices.FLOOR_FRACTION` slack) is impossible.
 """
@@ -81,10 +85,18 @@ class Measurement:
 class CallTimes:
     """One call as the sandbox reported it and as the grader's clock saw it."""
 
-    t_stream_ms: float
-    t_call_ms: float
+    t_stream_ms: float | None  # None: a submission's claim, left out of the record (``unclaimed``)
+    t_call_ms: float | None
     grader_ms: float | None  # the grader's window (None: the call never reached it)
     contended_ns: int = 0  # another context held the GPU as the window opened (grader/gpu_idle.py): not timed
+
+    @property
+    def claimed(self) -> bool:
+        return self.t_stream_ms is not None and self.t_call_ms is not None
+
+    def unclaimed(self) -> CallTimes:
+        """What the record keeps of a submission's call: the grader's window only."""
+        return CallTimes(None, None, self.grader_ms, self.contended_ns)
 
     def as_json(self) -> dict:
         """The grade's ``timed_calls`` entry (schema: ``window_ms`` is ``grader_ms``)."""
@@ -115,7 +127,7 @@ def marked_late(c: CallTimes, overhead_ms: float | None, device_kind: str) -> bo
     """The return's mark lies beyond the grader's own window for this call (less the
     window's fixed cost) by more than the two clocks ever differ for an honest call: the
     slack that, the other way round, flags a forged time. Without a window the claim stands."""
-    if overhead_ms is None or c.grader_ms is None:
+    if overhead_ms is None or c.grader_ms is None or not c.claimed:
         return False
     slack_abs, slack_rel = CLOCK_SLACK[device_kind]
     return c.t_stream_ms > _seen(c, overhead_ms) * (1 + slack_rel) + slack_abs
@@ -138,7 +150,9 @@ def pending_work_flag(calls: list[CallTimes], latency_ms: float) -> str | None:
     excess = pending_work_ms(calls, latency_ms)
     stream = statistics.median(c.t_stream_ms for c in calls)
     if excess > PENDING_SLACK_ABS_MS + PENDING_SLACK_REL * stream:
-        return f"device still busy {excess:.3f} ms after the call returned (work on another stream or launched late)"
+        # The figures are the sandbox's own: the message carries none of them.
+        return ("the sandbox's synchronise found the device still busy after the call returned, beyond the "
+                "synchronise's own latency (work on another stream or launched late)")
     return None
 
 
@@ -161,8 +175,9 @@ def forged_time_flag(claimed_ms: float | None, grader_ms: float | None, device_k
         return None
     slack_abs, slack_rel = CLOCK_SLACK[device_kind]
     if grader_ms > claimed_ms * (1 + slack_rel) + slack_abs:
-        return (f"the sandbox reported {claimed_ms:.4f} ms per call; the grader's clock measured {grader_ms:.4f} ms "
-                "(reported times were forged)")
+        # The grader's figure only: the claim is a number the submission chose.
+        return (f"the sandbox reported less time per call than the grader's clock measured ({grader_ms:.4f} ms), "
+                "beyond the clocks' slack (reported times were forged)")
     return None
 
 
@@ -181,31 +196,33 @@ class SizeTimes:
     latency_ms: float
     overhead_ms: float | None
     expert: Measurement
-    claimed: Measurement  # the submission's calls as the sandbox reported them
-    grader_ms: float | None  # the submission on the grader's clock
+    submission: Measurement  # the submission's calls on the grader's clock, less the fixed cost
     baselines_ms: dict[str, float]
-    flags: list[tuple[str, str]]  # (code, reason): forged_time; pending_work on the GPU
+    flags: list[tuple[str, str]]  # (code, reason): the claims' tripwires, forged_time and pending_work
 
     @property
     def submission_ms(self) -> float | None:
-        """Never less than the grader's own clock saw: a claim within the slack buys nothing."""
-        if self.claimed.median is None:
-            return None
-        return max(self.claimed.median, self.grader_ms or 0.0)
+        return self.submission.median
 
 
 def summarise(times: dict[str, list[CallTimes]], device_kind: str) -> SizeTimes:
     """``times``: calls per role (``expert``, ``submission``, ``baseline:<name>``). Pure
     arithmetic on the recorded readings, so a grade's JSON (``timed_calls``) can be counted
-    again by ``nodus-recount`` exactly as the grader counted it."""
+    again by ``nodus-recount`` exactly as the grader counted it. The tripwires need the
+    submission's claims, which the record does not keep: counted again, they raise nothing."""
     latency = sync_latency(times["expert"])
     overhead = clock_overhead(times["expert"])
     baselines = {role.removeprefix("baseline:"): counted(calls, latency, overhead, device_kind).median
                  for role, calls in times.items() if role.startswith("baseline:") and calls}
-    claimed = counted(times["submission"], latency, overhead, device_kind)
-    grader_ms = grader_time_ms(times["submission"], overhead)
-    flags = [("forged_time", forged_time_flag(claimed.median, grader_ms, device_kind))]
-    if device_kind == "cuda":  # the CPU has no streams to leave work on
-        flags.append(("pending_work", pending_work_flag(times["submission"], latency)))
-    return SizeTimes(latency, overhead, counted(times["expert"], latency, overhead, device_kind), claimed,
-                     grader_ms, baselines, [(code, reason) for code, reason in flags if reason])
+    submission = times["submission"]
+    seen = Measurement([] if overhead is None else
+                       [_seen(c, overhead) for c in submission if c.grader_ms is not None])
+    flags = []
+    claims = [c for c in submission if c.claimed]
+    if claims:
+        claimed = counted(claims, latency, overhead, device_kind)
+        flags.append(("forged_time", forged_time_flag(claimed.median, seen.median, device_kind)))
+        if device_kind == "cuda":  # the CPU has no streams to leave work on
+            flags.append(("pending_work", pending_work_flag(claims, latency)))
+    return SizeTimes(latency, overhead, counted(times["expert"], latency, overhead, device_kind), seen,
+                     baselines, [(code, reason) for code, reason in flags if reason])
