@@ -9,7 +9,8 @@ every call itself, as a window whose two ends only the grader can place:
   it lets the sandbox go (grader/gpu_idle.py), a short GPU spin (so the host can get the call
   enqueued while the GPU waits, and launch latency is not timed as idle GPU), the start
   event, then *the call's inputs are copied into the arena*, the receipts poisoned and L2
-  flushed, and the interprocess event ``go`` recorded. No input value exists in memory the
+  flushed, and the call's number written into the arena's go word, which the sandbox's
+  stream waits for (``cuStreamWaitValue32``). No input value exists in memory the
   sandbox can read before the window opens, so no work on them can start before it.
 - **It closes** with the grader's *snapshot* of the outputs, then the end event, both
   queued on the grader's stream behind a wait for a flag word in the arena to reach the
@@ -61,7 +62,7 @@ import torch
 from pytest_nodus.grader import child_time, process_memory
 from pytest_nodus.grader.gpu_idle import IdleProbe
 from pytest_nodus.grader.processes import children, descendants, describe_processes
-from pytest_nodus.shared.arena import FLAG_BYTES, MAX_OUTPUTS, flag_word, output_words
+from pytest_nodus.shared.arena import FLAG_BYTES, MAX_OUTPUTS, flag_word, go_word, output_words
 from pytest_nodus.shared.bits import poison_
 from pytest_nodus.shared.stream_ops import StreamMemoryOps
 
@@ -101,7 +102,7 @@ def _gather():
 
 
 class GraderClock:
-    """One per sandbox: its stream, the ``go`` event, the flag word, the flush buffer."""
+    """One per sandbox: its stream, the go word, the flag word, the flush buffer."""
 
     def __init__(self, device: torch.device, arena: torch.Tensor):
         self.device = device
@@ -138,23 +139,21 @@ class GraderClock:
             self._arena_words = arena.view(torch.int32)
             self._limit_bytes = arena.numel() - FLAG_BYTES
             self.stream = torch.cuda.Stream(device)
-            self.go = torch.cuda.Event(interprocess=True)
+            # The go word, not an interprocess event: the driver refuses an event's IPC import
+            # to a sandbox of another uid, a stream-memory wait on shared memory works for any.
+            self.go_word = go_word(arena)
+            self.go_word.zero_()
             self.opened = torch.cuda.Event(enable_timing=True)
             self.closed = torch.cuda.Event(enable_timing=True)
             l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20)
             self.flush_buffer = torch.empty(max(4 * l2, 256 << 20), dtype=torch.uint8, device=device)
             with torch.cuda.device(device):
                 self.probe = IdleProbe(device)
-                self.go.record(self.stream)  # it must exist before its handle is exported
                 # Build the snapshot kernel now: a build inside a window would be timed.
                 self._outputs = [(4, torch.int32, (1,))]
                 self._copy_output(0, self._snapshot_buffer(0))
                 self._outputs = []
             torch.cuda.synchronize(device)
-
-    def handles(self) -> dict | None:
-        """What the sandbox needs to open the same event (before it is confined)."""
-        return {"go": bytes(self.go.ipc_handle())} if self.cuda else None
 
     def open(self, copies: list[tuple[torch.Tensor, torch.Tensor]], receipts: list[torch.Tensor]) -> int:
         """Queue the whole window: start, the call's inputs (``(arena view, pristine)``) and
@@ -197,7 +196,7 @@ class GraderClock:
                 poison_(receipt)
             self.output_words.fill_(-1)  # a harness that writes no word gets poison
             self.flush_buffer.zero_()  # inputs and receipts come from HBM, as for a cold call
-            self.go.record(self.stream)
+            self.memory_ops.write(self.stream, self.go_word, self.call_number)  # the sandbox's stream may start
             self.memory_ops.wait_geq(self.stream, self.flag, self.call_number)
             self.words_at_flag.copy_(self.output_words[:MAX_OUTPUTS])
             self._snapshot = [self._copy_output(slot, words) for slot, words in enumerate(snapshot)]

@@ -120,6 +120,7 @@ class Sandbox:
             self.unreadable_libraries += (os.path.basename(removed_kernels["library"]),)
         self.process: subprocess.Popen | None = None
         self.arena = None  # grader-owned; must outlive the process that maps it
+        self._memory = None  # the arena's memory (grader/arena_memory.py), given back at close
         self.clock = None  # the grader's clock for this sandbox's calls (grader/clock.py)
         self.isolation: list[str] = []  # what held, for the grade (grader/walls.py, sandbox/confine.py)
         self.pid: int | None = None  # the sandbox's own pid; self.process is its launcher when walled
@@ -134,6 +135,10 @@ class Sandbox:
         import torch
 
         self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
+        # The submission runs as a uid of its own where it can (grader/walls.py): its scratch is its own.
+        uid = walls.sandbox_uid(_IMPORT_ROOT) if self.role == "submission" else None
+        if uid is not None:
+            os.chown(self.scratch, uid, uid)
         arena_capacity = aligned(arena_capacity)  # keeps the flag word aligned
         # On the GPU the calls allocate from a heap in the arena, so the grader can read
         # their outputs where they were written (grader/heap_build.py).
@@ -142,12 +147,15 @@ class Sandbox:
         if self.device != "cpu":
             heap_bytes = heap_build.heap_bytes(arena_capacity // 2)  # the arena holds two calls' slots
             heap_description = {"library": str(heap_build.build()), "offset": arena_capacity, "bytes": heap_bytes}
-        whole, arena_description = create_arena(torch.device(self.device), arena_capacity + heap_bytes + FLAG_BYTES,
-                                                self.scratch)
+        self._memory = create_arena(torch.device(self.device), arena_capacity + heap_bytes + FLAG_BYTES,
+                                    self.scratch, owner=uid)
+        whole = self._memory.tensor
         self.clock = GraderClock(torch.device(self.device), whole)
         self.arena = whole[:arena_capacity]  # inputs and receipts; the heap and the flag bytes lie past it
         kernel_copy = self.scratch / "kernel_under_test.py"
         shutil.copyfile(self.kernel_path, kernel_copy)
+        if uid is not None:
+            os.chown(kernel_copy, uid, uid)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         env = {k: os.environ[k] for k in _INHERITED if k in os.environ}
@@ -167,7 +175,7 @@ class Sandbox:
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
-        launcher, raised = walls.prefix()
+        launcher, raised = walls.prefix(uid)
         self.cgroup = SandboxCgroup.create(self.role)
         entered = self.cgroup.enter() if self.cgroup is not None else []
         command = [*entered, *launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
@@ -182,15 +190,18 @@ class Sandbox:
         for directory in self.removed_templates:
             command += ["--removed-templates", directory]
         self._log = open(self.scratch / "sandbox.log", "wb")
-        self.process = subprocess.Popen(command, pass_fds=(req_r, rep_w), cwd=self.scratch, env=env,
-                                        stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
-        os.close(req_r)
-        os.close(rep_w)
+        try:
+            self.process = subprocess.Popen(command, pass_fds=(req_r, rep_w, *self._memory.pass_fds), cwd=self.scratch,
+                                            env=env, stdin=subprocess.DEVNULL, stdout=self._log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+            self._memory.started()
         self._requests = Connection(req_w, readable=False)
         self._replies = Connection(rep_r, writable=False)
-        protocol.send_request(self._requests, {"op": protocol.ARENA, "arena": arena_description,
-                                                "clock": self.clock.handles(), "heap": heap_description,
+        protocol.send_request(self._requests, {"op": protocol.ARENA, "arena": self._memory.description,
+                                                "heap": heap_description,
                                                 "remove": self.removed_kernels})
         hello = self._await_reply(self.startup_timeout_s, during="start-up")
         self.pid = walls.sandbox_pid(self.process.pid) if launcher else self.process.pid
@@ -199,9 +210,10 @@ class Sandbox:
             raise SandboxFailure("error", "harness_error", "the sandbox's launcher does not hold exactly one sandbox")
         self.clock.pid, self.clock.cgroup = self.pid, self.cgroup
         confined = str(hello.get("isolation", ""))  # "trusted", or Landlock's "landlock-abiN", or "process"
-        if self.cgroup is not None and confined.startswith("landlock"):
-            # A wall only while the sandbox cannot write cgroup files: Landlock keeps it off
-            # /sys/fs/cgroup, where a process of the grader's uid could move itself out.
+        if self.cgroup is not None and (confined.startswith("landlock") or walls.OWN_UID in raised):
+            # A wall only while the sandbox cannot write cgroup files: a uid of its own cannot
+            # write root's, and Landlock keeps it off /sys/fs/cgroup, where a process of the
+            # grader's uid could move itself out.
             raised = (*raised, CGROUP)
         self.isolation = ["trusted"] if confined == "trusted" else \
             ["process", *([confined] if confined.startswith("landlock") else []), *raised]
@@ -224,6 +236,9 @@ class Sandbox:
             self.cgroup = None
         self.arena = None
         self.clock = None
+        if self._memory is not None:
+            self._memory.close()  # the sandbox is dead: nothing maps it any more
+            self._memory = None
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None

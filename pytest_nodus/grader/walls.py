@@ -16,21 +16,29 @@ first instruction, and nothing inside can take them down:
   ``no_new_privs``: it can change no device-wide setting (GPU clocks and power limits need
   CAP_SYS_ADMIN) and gain nothing by exec. A grader that is not root first gives it a user
   namespace of its own, mapping only its own uid.
+- **identity**: under a root grader the submission's sandbox runs as a uid of its own
+  (:func:`sandbox_uid`), which owns its scratch and nothing else on the machine: no file
+  of root's is its to write or chmod, no process of the grader's or the expert's is its to
+  signal, and the cgroup files that count and freeze it are root's. The trusted sandboxes
+  (expert, baselines) keep the grader's uid without its capabilities: they share a compile
+  cache across grades. Its GPU memory crosses the uid boundary as a file descriptor
+  (``shared/vmm.py``), which the driver honours where it refuses CUDA IPC handles.
 
-A CUDA context opened in these namespaces still imports the grader's IPC memory and events
-(measured on the H200: docs/sealing.md). A sandbox of another uid does not (the driver
-refuses the import), which is why the sandbox keeps the grader's uid, without its
-capabilities. Where ``unshare`` is missing or the kernel refuses (a container without user
-namespaces), the sandbox starts without these walls and the grade's ``isolation`` list says
-which ones held.
+Where ``unshare`` is missing or the kernel refuses (a container without user namespaces),
+the sandbox starts without these walls, and where the Python it runs is not readable by
+another uid (an interpreter under a 0700 home), without its own uid; the grade's
+``isolation`` list says which walls held.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 NETWORK = "network-namespace"
 PROCESSES = "pid-namespace"
@@ -38,14 +46,23 @@ IPC = "ipc-namespace"
 USER = "user-namespace"
 NO_CAPABILITIES = "no-capabilities"
 NO_NEW_PRIVS = "no-new-privs"
+OWN_UID = "own-uid"
+
+# Sandbox uids: far above those login.defs hands out (up to 60000) and the subordinate ranges
+# of the first users (/etc/subuid: from 100000, 65536 each), so a sandbox's uid owns no file
+# but its scratch; a block of 16 per grader process, by pid, so concurrent graders on one
+# machine do not share them.
+UID_BASE = 1 << 24
+_UIDS_PER_GRADER = 16
+_uid_sequence = itertools.count()
 
 _DROP = ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
 
 
 @functools.cache
-def prefix() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(the command that starts a sandbox inside the walls, the walls it raises). Tried once
-    per grader process: ``((), ())`` when this machine cannot raise them."""
+def _namespaces() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(``unshare`` and ``setpriv`` up to the identity options, the walls they raise), tried
+    once per grader process; ``((), ())`` when this machine cannot raise them."""
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
     if unshare is None or setpriv is None:
         return (), ()
@@ -56,13 +73,51 @@ def prefix() -> tuple[tuple[str, ...], tuple[str, ...]]:
     if os.geteuid() != 0:
         namespaces.insert(0, "--map-current-user")  # implies --user: the namespaces need it
         walls = (USER, *walls)
-    command = (unshare, *namespaces, setpriv, *_DROP)
+    command = (unshare, *namespaces, setpriv)
+    return (command, walls) if _runs([*command, *_DROP, "true"]) else ((), ())
+
+
+def _identity(uid: int) -> list[str]:
+    return [f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+
+
+@functools.cache
+def _other_uid_can_run(import_root: str) -> bool:
+    """Whether a process of another uid can run this Python and find what a sandbox
+    imports (torch, triton, this package): not so for an interpreter in a 0700 home."""
+    command, _ = _namespaces()
+    if not command or os.geteuid() != 0:
+        return False
+    check = ("import importlib.util as u, sys; sys.path.insert(0, sys.argv[1]); "
+             "sys.exit(0 if all(u.find_spec(m) for m in ('torch', 'triton', 'numpy', 'pytest_nodus.sandbox')) else 1)")
+    return _runs([*command, *_identity(UID_BASE), *_DROP, sys.executable, "-I", "-c", check, import_root])
+
+
+def _runs(command: list[str]) -> bool:
     try:
-        probe = subprocess.run([*command, "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, timeout=30, check=False)
+        probe = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def sandbox_uid(import_root: Path) -> int | None:
+    """A uid for a new submission sandbox, or None where it must keep the grader's."""
+    if not _other_uid_can_run(str(import_root)):
+        return None
+    return UID_BASE + (os.getpid() % (1 << 20)) * _UIDS_PER_GRADER + next(_uid_sequence) % _UIDS_PER_GRADER
+
+
+def prefix(uid: int | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the command that starts a sandbox inside the walls, the walls it raises); ``uid``
+    from :func:`sandbox_uid`, or None to keep the grader's."""
+    command, walls = _namespaces()
+    if not command:
         return (), ()
-    return (command, walls) if probe.returncode == 0 else ((), ())
+    if uid is None:
+        return (*command, *_DROP), walls
+    return (*command, *_identity(uid), *_DROP), (*walls, OWN_UID)
 
 
 def sandbox_pid(launcher_pid: int) -> int | None:

@@ -1,7 +1,7 @@
 """``python -m pytest_nodus.sandbox``: start up in a fixed order, then serve the grader.
 
 The order is the seal: the device context and every grader-owned mapping (the arena, the
-clock's event, the heap) first, while the process may still reach the grader; then the
+heap) first, while the process may still read the driver's files; then the
 kernels and templates the environment removes, before anything could have loaded them;
 then confinement; and only then the kernel file, from the scratch directory. A kernel file
 that fails to load is answered in the hello, as a grade, not a crash.
@@ -21,7 +21,7 @@ from pytest_nodus.sandbox import fatbin_removal, guard, harness, outputs, templa
 from pytest_nodus.sandbox.confine import confine, forget_project_root
 from pytest_nodus.sandbox.landlock import find_packages
 from pytest_nodus.shared import protocol
-from pytest_nodus.shared.arena import flag_word, open_shared, output_words
+from pytest_nodus.shared.arena import flag_word, go_word, open_shared, output_words
 
 
 def _arguments(argv):
@@ -69,15 +69,13 @@ def _remove_kernels(remove) -> tuple[int, object]:
 
 def _grader_clock(device, arena, first):
     """The grader's clock parts and the output heap (GPU), opened before confinement: the
-    event's IPC handle and the driver's stream memory operations need what confinement
-    takes away."""
+    driver's stream memory operations need files confinement takes away."""
     if device.type != "cuda":
         return None, None
     from pytest_nodus.sandbox.heap import OutputHeap
     from pytest_nodus.shared.stream_ops import StreamMemoryOps
 
-    clock = (torch.cuda.Event.from_ipc_handle(device, first["clock"]["go"]), flag_word(arena), output_words(arena),
-             StreamMemoryOps())
+    clock = (go_word(arena), flag_word(arena), output_words(arena), StreamMemoryOps())
     where = first["heap"]
     return clock, OutputHeap(where["library"], arena[where["offset"]:where["offset"] + where["bytes"]], device)
 
@@ -92,7 +90,7 @@ def main(argv=None) -> int:
         torch.empty(1, device=device)  # create the context before the device files are locked down
     first = protocol.recv_request(requests)
     removed_fatbins, removal_error = _remove_kernels(first.get("remove"))
-    arena = open_shared(first["arena"])  # once confined, this process could not import CUDA IPC memory
+    arena = open_shared(first["arena"], device)
     clock, heap = _grader_clock(device, arena, first)
     try:
         import triton  # noqa: F401  imported before confinement: the submission may use it

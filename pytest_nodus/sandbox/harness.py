@@ -64,7 +64,7 @@ class Harness:
         self.returned = None  # (outputs, their state at return) of the last call, for the late-write check
         self.input_spans: list[tuple[int, int]] = []  # the armed call's input bytes
         self.armed = None  # (args, receipts, expected, flags) between CALL and GO
-        self.clock = clock  # (go event, flag word, output words, stream memory ops) of the grader's clock
+        self.clock = clock  # (go word, flag word, output words, stream memory ops) of the grader's clock
         # One view per output word, cut once: slicing in ``go`` would be host time in the call.
         self.output_words = [] if clock is None else [clock[2][i:i + 1] for i in range(clock[2].numel())]
         self.heap = heap  # sandbox.heap.OutputHeap on the GPU
@@ -117,7 +117,7 @@ class Harness:
         if cuda:
             go, flag, _, memory_ops = self.clock
             stream = torch.cuda.current_stream()
-            stream.wait_event(go)  # the inputs exist from here on
+            memory_ops.wait_geq(stream, go, int(message["call"]))  # the inputs exist from here on
             start, returned_at, synced = self.events
             _event_record(start)
         t0 = _process_time_ns()

@@ -2,10 +2,9 @@
 
 Memory is owned by the grader and shared with the sandbox, never the other way round (a
 handle the submission chose could point the grader at someone else's memory, such as the
-expert's outputs). On the CPU the arena is a file both processes map; on the GPU a CUDA IPC
-handle. The sandbox maps it at start-up, before it is confined: the CUDA driver imports IPC
-memory by reaching into the exporting process (pidfd_getfd, which needs ptrace rights over
-it), and a confined process has none over the grader.
+expert's outputs). On the CPU the arena is a file both processes map; on the GPU a driver
+allocation exported as a file descriptor the sandbox inherits (``shared/vmm.py``). The
+sandbox maps it at start-up, before it is confined.
 
 Layout, from the start::
 
@@ -17,8 +16,10 @@ Layout, from the start::
 - *Heap* (GPU only): where the sandbox's allocations during a call come from, so the grader
   reads outputs where the kernel wrote them (``sandbox/heap.py``).
 - *Flag bytes*: the last ``FLAG_BYTES``. At offset 0 the flag word (int32, the call's
-  number once the call has returned on its stream); at ``OUTPUT_WORDS_AT`` one int64 per
-  output, the byte offset in the arena where that output starts (-1: none).
+  number once the call has returned on its stream); at ``GO_WORD_AT`` the go word (int32,
+  the call's number once the grader's stream has put its inputs in place: the sandbox's
+  stream waits for it); at ``OUTPUT_WORDS_AT`` one int64 per output, the byte offset in the
+  arena where that output starts (-1: none).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 
 ALIGN = 1024  # bytes: every tensor in an arena starts on this boundary
 FLAG_BYTES = 1024  # the arena's last bytes hold the flag word and the output words; nothing else goes there
+GO_WORD_AT = 32  # byte offset, in those last bytes, of the go word
 OUTPUT_WORDS_AT = 64  # byte offset, in those last bytes, of one int64 per output
 MAX_OUTPUTS = (FLAG_BYTES - OUTPUT_WORDS_AT) // 8
 
@@ -59,6 +61,13 @@ def flag_word(arena):
     return arena[arena.numel() - FLAG_BYTES:][:4].view(torch.int32)
 
 
+def go_word(arena):
+    """The go word: the grader's stream writes the call's number there when the call may start."""
+    import torch
+
+    return arena[arena.numel() - FLAG_BYTES + GO_WORD_AT:][:4].view(torch.int32)
+
+
 def output_words(arena):
     """One int64 per output beside the flag: the output's byte offset in the arena, -1 for none."""
     import torch
@@ -82,12 +91,17 @@ class SharedCPUTensor:
         return raw[: self.nbytes].view(getattr(torch, self.dtype)).view(self.shape)
 
 
-def open_shared(description):
+def open_shared(description, device=None):
     """Sandbox side: turn the grader's description back into a tensor over its memory."""
     if isinstance(description, SharedCPUTensor):
         return description.open()
-    import pickle
+    import os
 
-    import torch.multiprocessing  # noqa: F401  registers torch's CUDA reductions
+    from pytest_nodus.shared import vmm
 
-    return pickle.loads(description)
+    index = device.index if device is not None and device.index is not None else 0
+    try:
+        mapping = vmm.import_fd(description["vmm_fd"], description["mapped_bytes"], index)
+    finally:
+        os.close(description["vmm_fd"])  # the mapping holds the memory; the descriptor is not needed again
+    return mapping.tensor()[:description["capacity"]]
