@@ -34,15 +34,11 @@ def recount(path: Path) -> list[str]:
     device_kind = grade["device"]["kind"]
     lines, reruns = [], grade["reruns"]["count"]
     per_rerun: dict[int, list[dict]] = {n: [] for n in range(reruns)}
-    late_calls = 0
     for size in grade["sizes"]:
         entry = {"status": size["status"], "timed": size["kind"] != "fuzz", "speedup": size["speedup"]}
         if size.get("timed_calls") and size["timed_calls"].get("submission"):
             times = calls_of(size)
             summary = timing.summarise(times, device_kind)
-            late = {role: sum(timing.marked_late(c, summary.overhead_ms, device_kind) for c in calls)
-                    for role, calls in times.items()}
-            late_calls += sum(late.values())
             speedup = (summary.expert.median / summary.submission_ms
                        if summary.expert.median and summary.submission_ms else None)
             entry["speedup"] = speedup
@@ -50,8 +46,7 @@ def recount(path: Path) -> list[str]:
             if _moved(old, summary.submission_ms) or _moved(size["t_expert_ms"], summary.expert.median):
                 lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} sub {old:.4f} -> {summary.submission_ms:.4f} ms, "
                              f"expert {size['t_expert_ms']:.4f} -> {summary.expert.median:.4f} ms, "
-                             f"x{size['speedup']:.3f} -> x{speedup:.3f}; calls marked late: "
-                             + ", ".join(f"{role} {n}" for role, n in late.items() if n))
+                             f"x{size['speedup']:.3f} -> x{speedup:.3f}")
             recorded = {f["code"] for f in grade["flags"] if f["size"] == size["id"] and f["rerun"] == size["rerun"]}
             now = {code for code, _ in summary.flags}
             claims_recorded = any(c.claimed for c in times["submission"])
@@ -62,8 +57,7 @@ def recount(path: Path) -> list[str]:
     rewards = [reward.verdict(per_rerun[n]).reward for n in range(reruns)]
     recorded = grade["reruns"]["rewards"]
     head = (f"{path.parent.name}/{path.stem:<32} {grade['status']:<8} rewards "
-            + " ".join(f"{r:.3f}" for r in recorded) + " -> " + " ".join(f"{r:.3f}" for r in rewards)
-            + f"  ({late_calls} calls marked late)")
+            + " ".join(f"{r:.3f}" for r in recorded) + " -> " + " ".join(f"{r:.3f}" for r in rewards))
     return [head] + lines
 
 

@@ -166,6 +166,9 @@ class Sandbox:
             "TRITON_CACHE_DIR": str(caches / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
         })
+        if uid is not None:
+            # A uid with no passwd entry: getpass.getuser() (inductor's cache path) reads these first.
+            env["USER"] = env["LOGNAME"] = f"nodus-{uid}"
         if self.role == "submission":
             # Compile in-process: no worker pool outliving a call for the thread census to see.
             env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"

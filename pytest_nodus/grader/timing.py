@@ -8,41 +8,26 @@ interleaved call by call (order alternating), each call on fresh inputs with L2 
 Those are the sandbox's claims; the grader also times every call on its own clock
 (``grader/clock.py``), and that window is what the claims are held to.
 
-Five rules turn them into numbers the grader trusts:
+Four rules turn them into numbers the grader trusts:
 
-- **The grader's clock counts.** The window holds the call plus a fixed cost (input copies,
-  flush, receipt copies) that is the same for expert and submission at a size. The
+- **The grader's clock counts, for every role.** The window holds the call plus a fixed
+  cost (input copies, flush, receipt copies) that is the same for every role at a size. The
   expert's claims are trusted (it is the grader's own code in its own process), so the
   fixed cost is measured on it: ``overhead = median(window - t_stream)`` over its calls.
-  The submission's time is ``median(window) - overhead``: its own claims never enter the
-  count. They are tripwires: a median claim far under the grader's clock (beyond the slack
-  below) is a forged time and flagged. The record keeps none of them (``unclaimed``): a
-  claim is a number the submission writes freely, so every digit of it could carry a
-  payload (a hidden size's dims) to whoever reads the grade; what is recorded of the
-  submission is what the grader measured.
+  Each role's time is ``median(window - overhead)`` over its calls: the expert's, a
+  baseline's and the submission's are read the same way, so a claim's own quirks (a return
+  event the GPU stamped late, the host's enqueueing in ``t_call``) favour no one.
+- **Claims are tripwires, never the count nor the record.** A submission's median claim
+  (``max(t_stream, t_call - L)``) far under the grader's clock, beyond the slack below, is a
+  forged time and flagged. None of its claims is recorded (``CallTimes.unclaimed``): a claim
+  is a number the submission writes freely, so any digit of it could carry a payload (a
+  hidden size's dims) to whoever reads the grade.
 - **Work left running at return.** ``t_call - t_stream`` is the time the device was still
   busy after the call returned on the current stream. For the expert it is only the
   synchronise's own latency ``L``; a submission's excess over ``L`` is work on another
-  stream (or launched late) and is flagged. A trusted role's time is
-  ``max(t_stream, t_call - L)``: timed in full either way. (The submission's window already
-  spans every stream up to the snapshot of its outputs; work still running after that
-  lands in the next round's idle probe, ``grader/gpu_idle.py``.)
-- **A return marked late.** Now and then the GPU stamps the sandbox's return event well
-  after the flag that precedes it on the same stream, close to the synchronise's own event,
-  while the host and the synchronise ran on time (on the H200: 0.2 ms calls read as
-  0.52-0.80 ms, the grader's window 0.20-0.47 ms, ``t_call - t_stream`` 0.02-0.06 ms where it is
-  0.32 ms in every other call; tests/data/h200_attention_solution.json holds such a grade). It happens when the GPU has caught up with the host by the
-  time the harness marks the return: in some calls of a kernel whose host work outlasts its
-  GPU work, in every call of one that waits on the GPU inside the call (a cheat that reads
-  samples of its inputs to the host: 0.49 ms read for a 0.18 ms window). Such a
-  reading says when the mark was stamped, not when the call ended, so a call whose
-  ``t_stream`` lies beyond the grader's window for it (less the fixed cost, beyond the
-  clocks' slack) is counted at ``max(window - overhead, t_call - L)``: never under what the
-  grader saw, and with any work left on other streams still in it (``t_call - L`` also holds
-  the harness's enqueueing after the GPU went idle, 0.03-0.06 ms on the H200: the price of
-  still counting that work). A late mark makes ``t_call - t_stream`` read short, so it can
-  only lower the pending-work reading, whose time is counted through ``t_call - L``
-  regardless. The rule reads the trusted roles' calls (the expert's, a baseline's).
+  stream (or launched late) and is flagged. (The window itself spans every stream up to
+  the snapshot of the outputs; work still running after it lands in the next round's idle
+  probe, ``grader/gpu_idle.py``.)
 - **Physical floor.** Faster than moving the size's bytes or doing its FLOPs at the
   datasheet peak (with :data:`devices.FLOOR_FRACTION` slack) is impossible.
 """
@@ -111,32 +96,19 @@ def sync_latency(expert_calls: list[CallTimes]) -> float:
     return statistics.median(c.t_call_ms - c.t_stream_ms for c in expert_calls) if expert_calls else 0.0
 
 
-def counted(calls: list[CallTimes], latency_ms: float, overhead_ms: float | None = None,
-            device_kind: str = "cuda") -> Measurement:
-    """Each call's time: ``max(t_stream, t_call - L)``, unless its return was marked late."""
-    return Measurement([call_time(c, latency_ms, overhead_ms, device_kind) for c in calls])
+def on_clock(calls: list[CallTimes], overhead_ms: float | None) -> Measurement:
+    """Each call's time on the grader's clock: its window less the fixed cost. A call that
+    does next to nothing can read under the fixed cost (a lazy proxy read -0.06 ms on the
+    H200); no call takes less than nothing."""
+    if overhead_ms is None:
+        return Measurement()
+    return Measurement([max(c.grader_ms - overhead_ms, 0.0) for c in calls if c.grader_ms is not None])
 
 
-def call_time(c: CallTimes, latency_ms: float, overhead_ms: float | None, device_kind: str) -> float:
-    if marked_late(c, overhead_ms, device_kind):
-        return max(_seen(c, overhead_ms), c.t_call_ms - latency_ms)
-    return max(c.t_stream_ms, c.t_call_ms - latency_ms)
-
-
-def marked_late(c: CallTimes, overhead_ms: float | None, device_kind: str) -> bool:
-    """The return's mark lies beyond the grader's own window for this call (less the
-    window's fixed cost) by more than the two clocks ever differ for an honest call: the
-    slack that, the other way round, flags a forged time. Without a window the claim stands."""
-    if overhead_ms is None or c.grader_ms is None or not c.claimed:
-        return False
-    slack_abs, slack_rel = CLOCK_SLACK[device_kind]
-    return c.t_stream_ms > _seen(c, overhead_ms) * (1 + slack_rel) + slack_abs
-
-
-def _seen(c: CallTimes, overhead_ms: float) -> float:
-    # A call that does next to nothing can read under the fixed cost (a lazy proxy read
-    # -0.06 ms on the H200); no call takes less than nothing.
-    return max(c.grader_ms - overhead_ms, 0.0)
+def claimed_ms(calls: list[CallTimes], latency_ms: float) -> float | None:
+    """The median of what the sandbox says its calls took, work left running included."""
+    claims = [max(c.t_stream_ms, c.t_call_ms - latency_ms) for c in calls if c.claimed]
+    return statistics.median(claims) if claims else None
 
 
 def pending_work_ms(calls: list[CallTimes], latency_ms: float) -> float:
@@ -160,14 +132,6 @@ def clock_overhead(expert_calls: list[CallTimes]) -> float | None:
     """The window's fixed cost at this size, measured on the (trusted) expert."""
     spans = [c.grader_ms - c.t_stream_ms for c in expert_calls if c.grader_ms is not None]
     return statistics.median(spans) if spans else None
-
-
-def grader_time_ms(calls: list[CallTimes], overhead: float | None) -> float | None:
-    """A kernel's per-call time as the grader's own clock saw it."""
-    windows = [c.grader_ms for c in calls if c.grader_ms is not None]
-    if overhead is None or not windows:
-        return None
-    return max(statistics.median(windows) - overhead, 0.0)
 
 
 def forged_time_flag(claimed_ms: float | None, grader_ms: float | None, device_kind: str) -> str | None:
@@ -212,17 +176,14 @@ def summarise(times: dict[str, list[CallTimes]], device_kind: str) -> SizeTimes:
     submission's claims, which the record does not keep: counted again, they raise nothing."""
     latency = sync_latency(times["expert"])
     overhead = clock_overhead(times["expert"])
-    baselines = {role.removeprefix("baseline:"): counted(calls, latency, overhead, device_kind).median
+    baselines = {role.removeprefix("baseline:"): on_clock(calls, overhead).median
                  for role, calls in times.items() if role.startswith("baseline:") and calls}
-    submission = times["submission"]
-    seen = Measurement([] if overhead is None else
-                       [_seen(c, overhead) for c in submission if c.grader_ms is not None])
+    submission = on_clock(times["submission"], overhead)
     flags = []
-    claims = [c for c in submission if c.claimed]
+    claims = [c for c in times["submission"] if c.claimed]
     if claims:
-        claimed = counted(claims, latency, overhead, device_kind)
-        flags.append(("forged_time", forged_time_flag(claimed.median, seen.median, device_kind)))
+        flags.append(("forged_time", forged_time_flag(claimed_ms(claims, latency), submission.median, device_kind)))
         if device_kind == "cuda":  # the CPU has no streams to leave work on
             flags.append(("pending_work", pending_work_flag(claims, latency)))
-    return SizeTimes(latency, overhead, counted(times["expert"], latency, overhead, device_kind), seen,
-                     baselines, [(code, reason) for code, reason in flags if reason])
+    return SizeTimes(latency, overhead, on_clock(times["expert"], overhead), submission, baselines,
+                     [(code, reason) for code, reason in flags if reason])
