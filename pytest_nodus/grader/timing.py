@@ -105,7 +105,7 @@ def on_clock(calls: list[CallTimes], overhead_ms: float | None) -> Measurement:
     return Measurement([max(c.grader_ms - overhead_ms, 0.0) for c in calls if c.grader_ms is not None])
 
 
-def claimed_ms(calls: list[CallTimes], latency_ms: float) -> float | None:
+def median_claim(calls: list[CallTimes], latency_ms: float) -> float | None:
     """The median of what the sandbox says its calls took, work left running included."""
     claims = [max(c.t_stream_ms, c.t_call_ms - latency_ms) for c in calls if c.claimed]
     return statistics.median(claims) if claims else None
@@ -182,7 +182,7 @@ def summarise(times: dict[str, list[CallTimes]], device_kind: str) -> SizeTimes:
     flags = []
     claims = [c for c in times["submission"] if c.claimed]
     if claims:
-        flags.append(("forged_time", forged_time_flag(claimed_ms(claims, latency), submission.median, device_kind)))
+        flags.append(("forged_time", forged_time_flag(median_claim(claims, latency), submission.median, device_kind)))
         if device_kind == "cuda":  # the CPU has no streams to leave work on
             flags.append(("pending_work", pending_work_flag(claims, latency)))
     return SizeTimes(latency, overhead, on_clock(times["expert"], overhead), submission, baselines,
