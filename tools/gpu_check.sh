@@ -16,7 +16,7 @@
 #   bash tools/gpu_check.sh bench        # attention benchmark, every kernel
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
 #   bash tools/gpu_check.sh attention_styles  # the correct attention styles, 3 sealed reruns each
-#   bash tools/gpu_check.sh walls        # which namespaces and uids keep CUDA IPC, the fd-exported arena, the GPU gap probe
+#   bash tools/gpu_check.sh walls        # which namespaces and uids keep CUDA IPC, the fd-exported arena (and its lifetime), the GPU gap probe
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
@@ -72,7 +72,8 @@ for MODE in "${@:-quick}"; do
     done ;;
   walls)
     python3 tools/probe_walls_ipc.py 2>&1 | grep -v Warning
-    python3 tools/probe_walls_vmm.py 2>&1 | grep -v Warning ;;
+    python3 tools/probe_walls_vmm.py 2>&1 | grep -v Warning
+    python3 tools/probes/vmm_lifetime.py 2>&1 | grep -v Warning ;;
   cheats)
     # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
     # Call limit: 20 s stops rmsnorm's infinite loop soon; attention's first call compiles.
