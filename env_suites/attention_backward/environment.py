@@ -56,6 +56,11 @@ def reference_gradients(inputs: dict) -> tuple[torch.Tensor, ...]:
                               inputs["cu_seqlens"], inputs["window"], inputs["softmax_scale"])
 
 
+def rounded_gradients(inputs: dict) -> tuple[torch.Tensor, ...]:
+    return reference.backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"], inputs["do"],
+                              inputs["cu_seqlens"], inputs["window"], inputs["softmax_scale"], rounded=True)
+
+
 def visible_pairs(dims) -> int:
     """Unmasked (query, key) pairs if the documents were equal: a lower bound for any split
     (the per-document count is convex in its length), so the physical floor stays safe."""
@@ -109,6 +114,10 @@ ENVIRONMENT = Environment(
     # starting kernel in the Triton interpreter 0.0022-0.0028; an fp8 (e4m3) round trip of
     # the gradients: 0.026. 0.006 is ~2.5x the bf16 math and fails fp8 by 4x.
     tolerance={"dq": _GRADIENT, "dk": _GRADIENT, "dv": Normwise(limit=6e-3)},
+    # At a size of a few visible pairs one rounded term is the whole error, and an honest
+    # kernel can pass 0.006 there; the bf16 math above makes the same errors (the solution's
+    # error over its error, CPU, 600 draws each of T = 2 and 3: 1.00-1.03).
+    rounded_reference=rounded_gradients,
     cost=Cost(flops=flops, bytes=bytes_moved, unit="TF/s"),
     profiles={
         "cuda": Profile(

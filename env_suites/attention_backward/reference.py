@@ -62,8 +62,14 @@ def forward(q, k, v, cu_seqlens, window: int, scale: float, chunk: int = 256):
     return o, lse
 
 
-def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float, chunk: int = 256):
-    """fp32 dq [T, Hq, D], dk and dv [T, Hkv, D] for the forward output ``o``."""
+def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float, chunk: int = 256, rounded: bool = False):
+    """fp32 dq [T, Hq, D], dk and dv [T, Hkv, D] for the forward output ``o``.
+
+    ``rounded``: round where a FlashAttention-style bf16 backward must, P and dS to bf16
+    before the products that take them and the gradients to bf16 at the end (scores, dP and
+    the accumulations stay fp32), so the result carries an honest kernel's rounding errors
+    (``Environment.rounded_reference``)."""
+    cast = (lambda x: x.to(torch.bfloat16).float()) if rounded else (lambda x: x)
     t, hq, d = q.shape
     hkv = k.shape[1]
     group = hq // hkv
@@ -85,13 +91,13 @@ def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float, chunk: int =
             p = torch.softmax(scores, dim=-1)  # [Hq, n, keys]
             delta = (dos * o[q0:q1].float().transpose(0, 1)).sum(-1, keepdim=True)
             dp = dos @ vs.transpose(1, 2)
-            ds = p * (dp - delta)
+            ds = cast(p * (dp - delta))
             dq[q0:q1] += (scale * ds @ ks).transpose(0, 1)
             dk[k0:q1] += (scale * ds.transpose(1, 2) @ qs).transpose(0, 1)
-            dv[k0:q1] += (p.transpose(1, 2) @ dos).transpose(0, 1)
+            dv[k0:q1] += (cast(p).transpose(1, 2) @ dos).transpose(0, 1)
     dk = dk.view(t, hkv, group, d).sum(2)
     dv = dv.view(t, hkv, group, d).sum(2)
-    return dq, dk, dv
+    return cast(dq), cast(dk), cast(dv)
 
 
 def _documents(cu_seqlens):

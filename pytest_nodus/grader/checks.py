@@ -104,12 +104,13 @@ def mutated_inputs(slot, fresh: dict) -> list[str]:
             if isinstance(value, torch.Tensor) and not same_bits(slot.inputs[name], value)]
 
 
-def values(reading: Reading, references, env):
+def values(reading: Reading, references, env, inputs: dict):
     """Every output against the reference, or nothing when the outputs were not values."""
     codes = {str(f.get("code")) for f in reading.report.get("flags", [])}
     if codes & set(STRUCTURAL):
         return []
-    return check_outputs(reading.outputs, references, env.contract, env.tolerance)
+    rounded = None if env.rounded_reference is None else (lambda: env.rounded_reference(inputs))
+    return check_outputs(reading.outputs, references, env.contract, env.tolerance, rounded)
 
 
 def times(reading: Reading) -> tuple[float, float]:

@@ -93,10 +93,30 @@ class OutputCheck:
         return self.error <= self.limit  # NaN compares False: never passes
 
 
-def check_outputs(receipts, references, contract, tolerance) -> list[OutputCheck]:
+# An output that misses its limit still passes within this factor of the error that the
+# environment's rounded reference makes on the same inputs: FlashAttention's own tests hold
+# a kernel's gradients to twice the error of the same math in PyTorch at the kernel's dtype
+# (Dao-AILab/flash-attention, tests/test_flash_attn.py).
+ROUNDED_FACTOR = 2.0
+
+
+def check_outputs(receipts, references, contract, tolerance, rounded=None) -> list[OutputCheck]:
+    """Every output against its tolerance. ``rounded``: a callable giving the environment's
+    rounded reference on the same inputs, asked for only when an output misses its limit
+    (it costs another reference pass). At a size of a handful of terms the rounding of one
+    term is the whole error, so a fixed limit fails an honest kernel now and then; the
+    rounded reference makes the same rounding errors, and its error widens that output's
+    limit (the check reports the limit it applied)."""
     checks = []
     by_name = {spec.name: ref for spec, ref in zip(contract.outputs, references)}
     for spec, got, ref in zip(contract.outputs, receipts, references):
         tol = tolerance[spec.name]
         checks.append(OutputCheck(spec.name, tol.error(got, ref, by_name), tol.limit))
+    if rounded is not None and not all(c.passed for c in checks):
+        honest = dict(zip((spec.name for spec in contract.outputs), rounded()))
+        for i, check in enumerate(checks):
+            if not check.passed:
+                honest_error = tolerance[check.name].error(honest[check.name], by_name[check.name], by_name)
+                if math.isfinite(honest_error):  # a broken rounded reference widens nothing
+                    checks[i] = OutputCheck(check.name, check.error, max(check.limit, ROUNDED_FACTOR * honest_error))
     return checks

@@ -199,6 +199,10 @@ class Environment:
     profiles: Mapping[str, Profile]  # device kind -> Profile
     # What a submission may not use, as intent (grader/keepout.py: presets and mechanisms).
     forbid: tuple["Forbidden", ...] = ()
+    # inputs -> the reference's math rounded where an honest kernel of the contract's dtypes
+    # rounds (bf16 operands of its matmuls, bf16 outputs). An output that misses its limit
+    # passes within correctness.ROUNDED_FACTOR of this computation's error on the same inputs.
+    rounded_reference: Callable[[dict[str, Any]], tuple["torch.Tensor", ...]] | None = None
 
     def profile(self, device_kind: str) -> Profile:
         if device_kind not in self.profiles:

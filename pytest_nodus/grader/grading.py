@@ -98,6 +98,8 @@ class Grader:
         with frozen(s.cgroup for s in self.pool.all() if s is not sandbox):
             reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
                                    slot.receipts, timeout)
+        if submission and timed:
+            sandbox.idle.returned(sandbox)
         if submission and reading.ok:
             for finding in checks.outputs(reading, slot, timed):
                 result.flag(finding.code, finding.detail)
@@ -118,7 +120,7 @@ class Grader:
             if not submission:
                 raise SandboxFailure("error", "expert_failed", f"the expert changed input '{name}'")
             result.flag("input_mutated", f"input '{name}' was changed by the call")
-        for check in checks.values(reading, references, env):
+        for check in checks.values(reading, references, env, fresh):
             if submission:
                 result.note_error(check.error, check.limit)
                 if not check.passed:
@@ -134,9 +136,20 @@ class Grader:
                                          f"the expert's '{check.name}' misses tolerance ({check.error:.3g})")
         t_stream, t_call = checks.times(reading)
         self._warmed.add(first_call)
-        if timed:
-            sandbox.idle.returned(sandbox)
+        if submission:
+            self._rest(sandbox, result, timed)
         return timing.CallTimes(t_stream, t_call, reading.window_ms, reading.contended_ns), references
+
+    def _rest(self, sandbox: Sandbox, result: SizeResult, timed: bool) -> None:
+        """After a submission's call: its other threads are given a moment to fall idle, what
+        they ran since it returned is counted, and the sandbox is frozen until its next
+        request, so that from here to its next window nothing of it runs at all."""
+        if timed:
+            sandbox.idle.settle(sandbox)
+            self._idle_check(sandbox, result)
+            if sandbox.cgroup is None:
+                sandbox.idle.returned(sandbox)  # not frozen: the rest of the gap is counted at the next call
+        sandbox.rest()
 
     def _idle_check(self, sandbox: Sandbox, result: SizeResult) -> None:
         """Work the submission's other threads and processes did since its last timed call."""

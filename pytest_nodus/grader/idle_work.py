@@ -7,14 +7,18 @@ outputs, preparing the next call, launching GPU work behind the other role's bac
 thread that is merely alive (a pool started at the first call and parked on a condition
 variable: tests/correct/rmsnorm/idle_thread_pool.py) costs nothing and is not flagged.
 
-The count is the scheduler's own: each thread's runtime (``/proc/<tid>/schedstat``) at the
-end of a timed call and again when the next request is sent, for every thread of the
-sandbox's cgroup (grader/cgroup.py), or of its process and live descendants where it has
-none; the harness's main thread is left out. Runs only in the grader.
+The count is the scheduler's own: each thread's runtime (``/proc/<tid>/schedstat``) as a
+timed call returns and again once its threads have fallen idle (``settle``), for every thread
+of the sandbox's cgroup (grader/cgroup.py), or of its process and live descendants where it
+has none; the harness's main thread is left out. Then the sandbox is frozen until its next
+request (``Sandbox.rest``): nothing of it runs between its calls, and work a thread left
+undone resumes inside its next window. Without a cgroup nothing is frozen, and the count
+runs on until the next request is sent. Runs only in the grader.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from pytest_nodus.grader.processes import descendants, task_runtimes
@@ -24,6 +28,12 @@ from pytest_nodus.grader.processes import descendants, task_runtimes
 # 300,000 polls: well under a millisecond per thread), and the CUDA driver's helper threads
 # wake now and then; a thread kept busy runs ~1 ms per ms, and a few ms pass between calls.
 ALLOWED_MS = 2.0
+# How long a sandbox that returned is given to fall idle before its threads' work is counted
+# and it is frozen (grader/grading.py, ``_rest``). An honest sandbox is idle at once (a pool's
+# workers sleep within a millisecond of getting a core), and a busy thread ends the wait as
+# soon as it has run ALLOWED_MS: the length only matters on a loaded machine, where a busy
+# thread waiting for a core must still get one (a third of one of the CI's two cores: 16 ms).
+SETTLE_S = 0.050
 
 
 def _threads(sandbox) -> list[int]:
@@ -60,13 +70,28 @@ class IdleWatch:
         """A timed call has returned and been reported: from here the sandbox is idle."""
         self._at_return = self._now(sandbox)
 
+    def settle(self, sandbox) -> None:
+        """Wait until no thread of the sandbox but its harness is running, or until what they
+        ran since :meth:`returned` is already over ``ALLOWED_MS``, for ``SETTLE_S`` at most."""
+        deadline = time.monotonic() + SETTLE_S
+        while self._at_return is not None and time.monotonic() < deadline:
+            if not any(running for running, _ in task_runtimes(_threads(sandbox)).values()):
+                return
+            if self._since(sandbox)[0] > ALLOWED_MS:
+                return
+            time.sleep(100e-6)
+
     def worked(self, sandbox) -> tuple[float, list[str]] | None:
         """Since :meth:`returned`: (ms of CPU everything but the harness spent, the busiest
         threads), or None when there was no timed call to start from. Starts over. With a
         cgroup the count holds threads and processes that ended meanwhile too."""
         if self._at_return is None:
             return None
-        (total_then, harness_then, then), self._at_return = self._at_return, None
+        found, self._at_return = self._since(sandbox), None
+        return found
+
+    def _since(self, sandbox) -> tuple[float, list[str]]:
+        total_then, harness_then, then = self._at_return
         total_now, harness_now, now = self._now(sandbox)
         spent = {tid: ns - then.get(tid, 0) for tid, ns in now.items()}
         if total_now is not None and total_then is not None:

@@ -304,7 +304,16 @@ class Sandbox:
         self.send(message)
         return self.receive(timeout_s, during=f"a {message['op']}")
 
+    def rest(self) -> None:
+        """Freeze the sandbox until its next request: between its calls none of its threads
+        runs, on a core or launching GPU work, while the grader checks, counts and times the
+        others. Without a cgroup (``isolation`` lacks it) nothing is frozen."""
+        if self.cgroup is not None and not self.cgroup.frozen:
+            self.cgroup.freeze()
+
     def send(self, message: dict) -> None:
+        if self.cgroup is not None and self.cgroup.frozen:
+            self.cgroup.thaw()  # resting (rest) since its last reply: every request wakes it
         if not self.alive:
             raise SandboxFailure("error", "sandbox_dead", "the sandbox is no longer running")
         if self._replies.poll(0):
