@@ -61,7 +61,7 @@ for MODE in "${@:-quick}"; do
   case $MODE in
   quick|rmsnorm)
     grade rmsnorm solution expert/rmsnorm/solution.py $SEALED --nodus-reruns=3
-    grade rmsnorm expert_as_submission expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=3
+    grade rmsnorm expert_as_submission expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=3 --nodus-trusted
     grade rmsnorm starting_kernel env_suites/rmsnorm/starting_kernel.py $SEALED
     grade rmsnorm cheat_side_stream tests/cheats/rmsnorm/side_stream.py $SEALED -k "public or hidden-0"
     [ "$MODE" = rmsnorm ] && styles ;;
@@ -138,6 +138,16 @@ for path in sys.argv[1:]:
     print(f"{os.path.basename(path)[:-5]:40s} idle_work_max={max(idle) if idle else None} "
           f"contended_rounds={sum(s.get('contended_rounds') or 0 for s in g['sizes'])} wall={g.get('wall_s')} "
           f"isolation={','.join(g.get('isolation') or [])}")
+    # A trusted submission keeps its claims: each role's fixed cost, median(window - t_stream)
+    # in us per timed size, shows whether the window costs every role the same.
+    fixed = []
+    for s in g["sizes"]:
+        calls = s.get("timed_calls") or {}
+        if calls.get("submission") and calls["submission"][0]["t_stream_ms"] is not None:
+            cost = {r: sorted(c["window_ms"] - c["t_stream_ms"] for c in calls[r]) for r in ("expert", "submission")}
+            fixed.append(f"{s['id'][:10]} " + "/".join(f"{1e3 * v[len(v) // 2]:.1f}" for v in cost.values()))
+    if fixed:
+        print(f"  fixed cost us expert/submission: {'  '.join(fixed)}")
 PY
 # Cheats against the verdicts their files declare for the GPU (EXPECT["cuda"]).
 ls "$WORK"/cheat_*.json >/dev/null 2>&1 && python3 tests/corpus/expectations.py "$WORK"/cheat_*.json

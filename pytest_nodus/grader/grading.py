@@ -333,8 +333,10 @@ class Grader:
         result.baseline_notes = {**(result.baseline_notes or {}), name: result.public_text(why)[:200]}
 
     def _summarise_times(self, env, size, times, result: SizeResult) -> None:
-        # The submission's claims are read, never recorded: their digits are the submission's to choose.
-        result.timed_calls = {role: [(c.unclaimed() if role == "submission" else c).as_json() for c in calls]
+        # The submission's claims are read, never recorded: their digits are the submission's to
+        # choose. A trusted submission's (the grader's own expert) carry nothing and are kept.
+        hide = not self.trusted
+        result.timed_calls = {role: [(c.unclaimed() if role == "submission" and hide else c).as_json() for c in calls]
                               for role, calls in times.items()}
         summary = timing.summarise(times, self.device.kind)
         for code, reason in summary.flags:
