@@ -55,6 +55,11 @@ def render(env) -> str:
         lines.append(f"| {label} | " + " | ".join(cell(p) for p in env.profiles.values()) + " |")
     lines += ["", "Tolerance (against an fp32 reference; NaN or inf anywhere fails):"]
     lines += [f"- {_tolerance(name, tol)}" for name, tol in env.tolerance.items()]
+    if env.rounded_reference is not None:
+        from pytest_nodus.grader.correctness import ROUNDED_FACTOR
+
+        lines += [f"- an output over its limit still passes within {ROUNDED_FACTOR:g}x the error of the same math "
+                  "rounded where an honest kernel of these dtypes rounds, on the same inputs"]
     forbidden = "; ".join(f.name for f in env.forbid) or "nothing beyond the defaults"
     lines += ["", f"Forbidden: {forbidden}.", "", END]
     return "\n".join(lines)
