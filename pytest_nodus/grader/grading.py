@@ -219,6 +219,7 @@ class Grader:
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
             return result
+        submission.rest()  # from its start-up or its last size to its first call here
         result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
         sandboxes = {"submission": submission}
         # Under --nodus-fail-fast the expert starts once the submission's first call has
@@ -289,6 +290,7 @@ class Grader:
                     reply = sandboxes[role].finish(self._timeout(env))
                     if role == "submission":
                         self._finish_flags(env, reply, result)
+                        submission.rest()
             except SandboxFailure as failure:
                 result.flag(failure.code, failure.detail)
                 if failure.status == "timeout":
@@ -380,6 +382,7 @@ class Grader:
             result.calls = 1
             reply = submission.finish(self._timeout(env))
             self._finish_flags(env, reply, result)
+            submission.rest()
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
             if failure.status == "timeout":
