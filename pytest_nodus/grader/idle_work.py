@@ -32,7 +32,7 @@ ALLOWED_MS = 2.0
 # and it is frozen (grader/grading.py, ``_rest``). An honest sandbox is idle at once (a pool's
 # workers sleep within a millisecond of getting a core), and a busy thread ends the wait as
 # soon as it has run ALLOWED_MS: the length only matters on a loaded machine, where a busy
-# thread waiting for a core must still get one (a third of one of the CI's two cores: 16 ms).
+# thread must still get a core long enough to show (a third of one: 16 ms in 50 ms).
 SETTLE_S = 0.050
 
 
