@@ -14,9 +14,11 @@ Four rules turn them into numbers the grader trusts:
   cost (input copies, flush, receipt copies) that is the same for every role at a size. The
   expert's claims are trusted (it is the grader's own code in its own process), so the
   fixed cost is measured on it: ``overhead = median(window - t_stream)`` over its calls.
-  Each role's time is ``median(window - overhead)`` over its calls: the expert's, a
-  baseline's and the submission's are read the same way, so a claim's own quirks (a return
-  event the GPU stamped late, the host's enqueueing in ``t_call``) favour no one.
+  Each role's time is ``median(window - overhead)`` over its calls: the expert's and the
+  submission's are read the same way, so a claim's own quirks (a return event the GPU
+  stamped late, the host's enqueueing in ``t_call``) favour neither. A baseline (trusted
+  context) has no input copies in its window (its untimed ``prepare`` read them), so its
+  fixed cost is measured on its own claims the same way.
 - **Claims are tripwires, never the count nor the record.** A submission's median claim
   (``max(t_stream, t_call - L)``) far under the grader's clock, beyond the slack below, is a
   forged time and flagged. None of its claims is recorded (``CallTimes.unclaimed``): a claim
@@ -176,7 +178,7 @@ def summarise(times: dict[str, list[CallTimes]], device_kind: str) -> SizeTimes:
     submission's claims, which the record does not keep: counted again, they raise nothing."""
     latency = sync_latency(times["expert"])
     overhead = clock_overhead(times["expert"])
-    baselines = {role.removeprefix("baseline:"): on_clock(calls, overhead).median
+    baselines = {role.removeprefix("baseline:"): on_clock(calls, clock_overhead(calls)).median
                  for role, calls in times.items() if role.startswith("baseline:") and calls}
     submission = on_clock(times["submission"], overhead)
     flags = []

@@ -72,3 +72,13 @@ def test_a_window_under_its_fixed_cost_reads_zero():
 def test_calls_the_clock_never_saw_are_left_out():
     assert timing.on_clock(calls([1.0], [None]), 0.1).median is None
     assert timing.clock_overhead(calls([1.0], [None])) is None
+
+
+def test_a_baseline_is_counted_less_its_own_fixed_cost():
+    """A baseline's window holds no input copies: less the expert's fixed cost it would read
+    as nothing; less its own it reads as its own time."""
+    expert = [CallTimes(1.0, 1.0, 1.5)] * 5  # fixed cost 0.5 ms
+    baseline = [CallTimes(0.2, 0.2, 0.3)] * 5  # fixed cost 0.1 ms
+    submission = [CallTimes(1.0, 1.0, 1.5)] * 5
+    summary = timing.summarise({"expert": expert, "submission": submission, "baseline:fast": baseline}, "cuda")
+    assert summary.baselines_ms["fast"] == pytest.approx(0.2)
