@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from conftest import REPO
+
+import attention_solution_child
 import pytest
 
 pytestmark = pytest.mark.grade
@@ -21,18 +19,8 @@ SIZES = [
 ]
 
 
-# Run in a child: the interpreter must be chosen before triton is first imported.
 CHECK = """
-import importlib.util, json, sys
-import torch
-from pytest_nodus.sandbox import triton_interpreter
-triton_interpreter.install()
-from env_suites.attention_backward.environment import ENVIRONMENT as ENV
-from pytest_nodus.grader import inputs
 from pytest_nodus.grader.correctness import check_outputs
-spec = importlib.util.spec_from_file_location("solution", "expert/attention_backward/solution.py")
-solution = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(solution)
 rows = []
 for fused in (False, True):
     solution.FUSED_DQ = {"small": fused, "large": fused}
@@ -46,11 +34,7 @@ print(json.dumps(rows))
 
 
 def test_both_dq_paths_of_the_attention_solution_are_within_tolerance():
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", CHECK, json.dumps(SIZES)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = attention_solution_child.run(CHECK, json.dumps(SIZES))
     assert len(rows) == 2 * len(SIZES)
     failed = [(r["fused"], r["dims"], name, error, limit)
               for r in rows for name, error, limit in r["checks"] if not error <= limit]
