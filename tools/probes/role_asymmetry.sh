@@ -1,43 +1,67 @@
 #!/usr/bin/env bash
-# The expert graded as a trusted submission (its claims kept), with and without the
-# submission's own uid: how much longer the expert's windows and stream times are than the
-# submission's for the same code (medians over sizes, us), and the rewards. A grader that
-# costs every role the same gives 0 us and rewards within +-0.02.
-#   OUT=$OUT bash tools/probes/role_asymmetry.sh      (on the H200; ~4 min)
+# The expert graded as a trusted submission (its claims kept) by the grader as it is and by
+# variants of it in copies of the tree: how much longer the expert's windows and stream
+# times are than the submission's for the same code (medians over sizes, us), and the
+# rewards. A grader that costs every role the same gives 0 us and rewards within +-0.02.
+#   OUT=$OUT bash tools/probes/role_asymmetry.sh [VARIANT...]   (on the H200; ~80 s each)
+# Variants: as_is; grader_uid (the submission without a uid of its own); twin (the
+# submission's sandbox started as a second expert process: same uid, walls, environment);
+# expert_first (the expert's sandbox, and so its CUDA context, created before the
+# submission's); twin_expert_first.
 set -u
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+ROOT=$PWD
 summary() { python3 - "$1" <<'PY'
 import json, statistics as st, sys
 g = json.load(open(sys.argv[1]))
-window, stream = [], []
+window, stream, fixed = [], [], []
 for s in g["sizes"]:
     calls = s.get("timed_calls")
     if calls:
         e, u = calls["expert"], calls["submission"]
-        window.append(1e3 * (st.median(c["window_ms"] for c in e) - st.median(c["window_ms"] for c in u)))
-        stream.append(1e3 * (st.median(c["t_stream_ms"] for c in e) - st.median(c["t_stream_ms"] for c in u)))
+        med = lambda cs, k: st.median(c[k] for c in cs)
+        window.append(1e3 * (med(e, "window_ms") - med(u, "window_ms")))
+        stream.append(1e3 * (med(e, "t_stream_ms") - med(u, "t_stream_ms")))
+        fixed.append(1e3 * (st.median(c["window_ms"] - c["t_stream_ms"] for c in e)
+                            - st.median(c["window_ms"] - c["t_stream_ms"] for c in u)))
 print(f"{sys.argv[1].rsplit('/', 1)[-1]:18s} rewards {[round(r, 3) for r in g['reruns']['rewards']]} "
-      f"own-uid {'own-uid' in g['isolation']}  expert - submission: window {st.median(window):.2f} us, "
-      f"t_stream {st.median(stream):.2f} us")
+      f"isolation {','.join(g['isolation'])}  expert - submission (us): window {st.median(window):.2f}, "
+      f"t_stream {st.median(stream):.2f}, fixed cost {st.median(fixed):.2f}")
 PY
 }
-grade() {  # name, in the tree at $2
-  (cd "$2" && PYTHONPATH=$PWD python3 -m pytest env_suites/rmsnorm -q -p no:cacheprovider \
-     --nodus-submission=expert/rmsnorm/expert_cuda.py --nodus-sealed=sealed_fixtures --nodus-trusted \
-     --nodus-reruns=2 -k "public or hidden" --nodus-json="$OUT/$1.json" > "$OUT/$1.log" 2>&1)
-  summary "$OUT/$1.json"
-}
-OUT=$(cd "$OUT" && pwd)
-grade own_uid "$PWD"
-# The same grader with the uid wall taken out, in a copy of the tree.
-COPY=$(mktemp -d); cp -r pytest_nodus env_suites expert sealed_fixtures conftest.py pyproject.toml "$COPY"
-python3 - "$COPY/pytest_nodus/grader/walls.py" <<'PY'
+patch() {  # file, old, new: in the copy; fails loudly if the grader no longer reads so
+  python3 - "$@" <<'PY'
 import sys
-path = sys.argv[1]
+path, old, new = sys.argv[1:]
 text = open(path).read()
-head = "def sandbox_uid(import_root: Path) -> int | None:\n"
-assert head in text
-open(path, "w").write(text.replace(head, head + "    return None  # the probe's variant: no uid of its own\n"))
+assert old in text, f"{path}: {old!r} not found"
+open(path, "w").write(text.replace(old, new, 1))
 PY
-grade grader_uid "$COPY"
-rm -rf "$COPY"
+}
+variant() {  # name: grade the trusted expert with that variant of the grader
+  local name=$1 tree
+  tree=$(mktemp -d); cp -r "$ROOT"/{pytest_nodus,env_suites,expert,sealed_fixtures,conftest.py,pyproject.toml} "$tree"
+  case $name in
+    as_is) ;;
+    grader_uid) patch "$tree/pytest_nodus/grader/walls.py" "def sandbox_uid(import_root: Path) -> int | None:
+" "def sandbox_uid(import_root: Path) -> int | None:
+    return None  # the probe's variant
+" ;;
+  esac
+  case $name in twin|twin_expert_first)
+    patch "$tree/pytest_nodus/grader/sandbox_pool.py" 'process_role = role.split(":", 1)[0]' \
+      'process_role = "expert" if role == "submission" else role.split(":", 1)[0]' ;;
+  esac
+  case $name in expert_first|twin_expert_first)
+    patch "$tree/pytest_nodus/grader/grading.py" '            submission = self.pool.get(env, "submission", size.dims)' \
+      '            self.pool.get(env, "expert", size.dims)  # the probe'"'"'s variant
+            submission = self.pool.get(env, "submission", size.dims)' ;;
+  esac
+  (cd "$tree" && PYTHONPATH=$PWD python3 -m pytest env_suites/rmsnorm -q -p no:cacheprovider \
+     --nodus-submission=expert/rmsnorm/expert_cuda.py --nodus-sealed=sealed_fixtures --nodus-trusted \
+     --nodus-reruns="${RERUNS:-2}" -k "public or hidden" --nodus-json="$OUT/$name.json" > "$OUT/$name.log" 2>&1)
+  summary "$OUT/$name.json" || tail -5 "$OUT/$name.log"
+  rm -rf "$tree"
+}
+[ $# -gt 0 ] || set -- as_is grader_uid
+for name in "$@"; do variant "$name"; done
