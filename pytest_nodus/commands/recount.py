@@ -38,7 +38,7 @@ def recount(path: Path) -> list[str]:
         entry = {"status": size["status"], "timed": size["kind"] != "fuzz", "speedup": size["speedup"]}
         if size.get("timed_calls") and size["timed_calls"].get("submission"):
             times = calls_of(size)
-            summary = timing.summarise(times, device_kind)
+            summary = timing.summarise(times, device_kind, size.get("submission_overhead_ms"))
             speedup = (summary.expert.median / summary.submission_ms
                        if summary.expert.median and summary.submission_ms else None)
             entry["speedup"] = speedup

@@ -145,6 +145,8 @@ class GraderClock:
             self.go_word.zero_()
             self.opened = torch.cuda.Event(enable_timing=True)
             self.closed = torch.cuda.Event(enable_timing=True)
+            self.gone = torch.cuda.Event(enable_timing=True)  # the grader's own work done: go
+            self.flagged = torch.cuda.Event(enable_timing=True)  # the flag seen: the snapshot's start
             l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20)
             self.flush_buffer = torch.empty(max(4 * l2, 256 << 20), dtype=torch.uint8, device=device)
             with torch.cuda.device(device):
@@ -196,8 +198,10 @@ class GraderClock:
                 poison_(receipt)
             self.output_words.fill_(-1)  # a harness that writes no word gets poison
             self.flush_buffer.zero_()  # inputs and receipts come from HBM, as for a cold call
+            self.gone.record(self.stream)
             self.memory_ops.write(self.stream, self.go_word, self.call_number)  # the sandbox's stream may start
             self.memory_ops.wait_geq(self.stream, self.flag, self.call_number)
+            self.flagged.record(self.stream)
             self.words_at_flag.copy_(self.output_words[:MAX_OUTPUTS])
             self._snapshot = [self._copy_output(slot, words) for slot, words in enumerate(snapshot)]
             self.closed.record(self.stream)
@@ -313,6 +317,12 @@ class GraderClock:
                 return None
             time.sleep(50e-6)
         return self.opened.elapsed_time(self.closed)
+
+    def parts_ms(self) -> tuple[float, float] | None:
+        """After :meth:`elapsed_ms`: the window's grader-only ends, (open to go, flag to close)."""
+        if not self.cuda:
+            return None
+        return self.opened.elapsed_time(self.gone), self.flagged.elapsed_time(self.closed)
 
     def _descendants_cpu_ns(self) -> dict[int, int]:
         """CPU time of every live descendant process of the sandbox, by pid. (One that ended

@@ -138,7 +138,7 @@ class Grader:
         self._warmed.add(first_call)
         if submission:
             self._rest(sandbox, result, timed)
-        return timing.CallTimes(t_stream, t_call, reading.window_ms, reading.contended_ns), references
+        return timing.CallTimes(t_stream, t_call, reading.window_ms, reading.contended_ns, reading.window_parts), references
 
     def _rest(self, sandbox: Sandbox, result: SizeResult, timed: bool) -> None:
         """After a submission's call: its other threads are given a moment to fall idle, what
@@ -346,6 +346,7 @@ class Grader:
         result.t_expert_ms, result.t_expert_iqr_ms = summary.expert.median, summary.expert.iqr
         result.t_submission_ms, result.t_submission_iqr_ms = summary.submission.median, summary.submission.iqr
         result.t_submission_grader_ms = result.t_submission_ms
+        result.overhead_ms, result.submission_overhead_ms = summary.overhead_ms, summary.submission_overhead_ms
         if result.t_submission_ms is None:
             # A correct size without a time would drop out of the reward's mean.
             result.flag("no_result", "the grader's clock timed none of the submission's calls at this size")

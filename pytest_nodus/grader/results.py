@@ -31,6 +31,10 @@ class SizeResult:
     t_submission_iqr_ms: float | None = None
     t_expert_iqr_ms: float | None = None
     t_submission_grader_ms: float | None = None  # per call on the grader's clock: t_submission_ms (grader/clock.py)
+    overhead_ms: float | None = None  # the window's fixed cost on the expert's claims (grader/timing.py)
+    # The one taken off the submission's windows: at most the expert's. Its digits carry no
+    # more than t_submission_ms's: the submission moves it only by lengthening its own time.
+    submission_overhead_ms: float | None = None
     speedup: float | None = None
     throughput: float | None = None
     throughput_unit: str | None = None

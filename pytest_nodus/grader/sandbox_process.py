@@ -72,6 +72,7 @@ class Reading:
     # The largest step the window's idle probe saw (ns), when another context held the GPU
     # (grader/gpu_idle.py); 0 when it was the grader's alone, and on the CPU.
     contended_ns: int = 0
+    window_parts: tuple | None = None  # (open to go, flag to close) on the grader's stream (ms)
 
     @property
     def ok(self) -> bool:
@@ -295,8 +296,9 @@ class Sandbox:
     def _reading(self, report: dict, outputs: list, window_ms: float | None) -> Reading:
         clock = self.clock
         contended = clock.probe.contended_ns() if clock.cuda and window_ms is not None else 0
+        parts = clock.parts_ms() if clock.cuda and window_ms is not None else None
         return Reading(report, outputs, window_ms, clock.helper_ms, clock.children_at_open, clock.opened_boot_ticks,
-                       self.pid, clock, contended)
+                       self.pid, clock, contended, parts)
 
     # -- requests -----------------------------------------------------------------------
     def request(self, message: dict, timeout_s: float) -> dict:

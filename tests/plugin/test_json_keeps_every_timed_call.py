@@ -33,11 +33,14 @@ def test_each_timed_call_is_in_the_json_and_the_medians_come_from_them(grade):
         # The submission's claims are digits it chose: none is recorded.
         assert all(c["t_stream_ms"] is None and c["t_call_ms"] is None and c["window_ms"] is not None
                    for c in calls["submission"])
-        # Every role's time is its windows less the fixed cost, measured on the expert's trusted
-        # claims: the expert is counted on the grader's clock as the submission is.
+        # Every role's time is its windows less a fixed cost: the expert's measured on its
+        # trusted claims, the submission's recorded (at most the expert's; it was measured on
+        # claims the record does not keep). Both are counted on the grader's clock.
         overhead = statistics.median(c["window_ms"] - c["t_stream_ms"] for c in calls["expert"])
-        for role in ("expert", "submission"):
-            counted = statistics.median(max(c["window_ms"] - overhead, 0.0) for c in calls[role])
+        assert size["overhead_ms"] == pytest.approx(overhead, abs=1e-9)
+        assert size["submission_overhead_ms"] <= size["overhead_ms"]
+        for role, taken in (("expert", overhead), ("submission", size["submission_overhead_ms"])):
+            counted = statistics.median(max(c["window_ms"] - taken, 0.0) for c in calls[role])
             assert size[f"t_{role}_ms"] == pytest.approx(counted, abs=1e-6), role
 
 

@@ -7,7 +7,11 @@
 # Variants: as_is; grader_uid (the submission without a uid of its own); twin (the
 # submission's sandbox started as a second expert process: same uid, walls, environment);
 # expert_first (the expert's sandbox, and so its CUDA context, created before the
-# submission's); twin_expert_first.
+# submission's); twin_expert_first; rest_both (the expert's sandbox frozen between its calls
+# too); no_rest (no sandbox frozen between its calls, only while another is called);
+# same_path and twin_same_path (the submission's calls handled as the expert's: no idle
+# checks, output checks or rest); twin_same_path_swapped (as twin_same_path, each sandbox's
+# calls recorded under the other's role); twin_same_path_expert_first.
 set -u
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 ROOT=$PWD
@@ -24,6 +28,24 @@ for s in g["sizes"]:
         stream.append(1e3 * (med(e, "t_stream_ms") - med(u, "t_stream_ms")))
         fixed.append(1e3 * (st.median(c["window_ms"] - c["t_stream_ms"] for c in e)
                             - st.median(c["window_ms"] - c["t_stream_ms"] for c in u)))
+parts = []
+for s in g["sizes"]:
+    calls = s.get("timed_calls")
+    if calls and calls["expert"] and calls["expert"][0].get("window_parts_ms"):
+        e, u = calls["expert"], calls["submission"]
+        row = []
+        for k in (0, 1):
+            row.append(1e3 * (st.median(c["window_parts_ms"][k] for c in e) - st.median(c["window_parts_ms"][k] for c in u)))
+        mid = lambda cs: st.median(c["window_ms"] - sum(c["window_parts_ms"]) - c["t_stream_ms"] for c in cs)
+        row.append(1e3 * (mid(e) - mid(u)))
+        parts.append(row)
+if parts:
+    print("  of the fixed cost (us): open to go %.2f, flag to close %.2f, go to flag less t_stream %.2f"
+          % tuple(st.median(r[k] for r in parts) for k in range(3)))
+taken = [1e3 * (s["overhead_ms"] - s["submission_overhead_ms"]) for s in g["sizes"]
+         if s.get("overhead_ms") is not None and s.get("submission_overhead_ms") is not None]
+if taken:
+    print(f"  the submission's own fixed cost under the expert's by {st.median(taken):.2f} us (median over sizes)")
 print(f"{sys.argv[1].rsplit('/', 1)[-1]:18s} rewards {[round(r, 3) for r in g['reruns']['rewards']]} "
       f"isolation {','.join(g['isolation'])}  expert - submission (us): window {st.median(window):.2f}, "
       f"t_stream {st.median(stream):.2f}, fixed cost {st.median(fixed):.2f}")
@@ -52,10 +74,35 @@ variant() {  # name: grade the trusted expert with that variant of the grader
     patch "$tree/pytest_nodus/grader/sandbox_pool.py" 'process_role = role.split(":", 1)[0]' \
       'process_role = "expert" if role == "submission" else role.split(":", 1)[0]' ;;
   esac
-  case $name in expert_first|twin_expert_first)
+  case $name in expert_first|twin_expert_first|twin_same_path_expert_first)
     patch "$tree/pytest_nodus/grader/grading.py" '            submission = self.pool.get(env, "submission", size.dims)' \
       '            self.pool.get(env, "expert", size.dims)  # the probe'"'"'s variant
             submission = self.pool.get(env, "submission", size.dims)' ;;
+  esac
+  case $name in rest_both)
+    patch "$tree/pytest_nodus/grader/grading.py" '        if submission:
+            self._rest(sandbox, result, timed)' '        if submission:
+            self._rest(sandbox, result, timed)
+        else:
+            sandbox.rest()  # the probe'"'"'s variant' ;;
+  esac
+  case $name in no_rest)
+    patch "$tree/pytest_nodus/grader/sandbox_process.py" '        if self.cgroup is not None and not self.cgroup.frozen:
+            self.cgroup.freeze()' '        pass  # the probe'"'"'s variant' ;;
+  esac
+  case $name in same_path|twin_same_path*)
+    patch "$tree/pytest_nodus/grader/grading.py" '        submission = role == "submission"
+' '        submission = False  # the probe'"'"'s variant
+' ;;
+  esac
+  case $name in twin_same_path*)
+    patch "$tree/pytest_nodus/grader/sandbox_pool.py" 'process_role = role.split(":", 1)[0]' \
+      'process_role = "expert" if role == "submission" else role.split(":", 1)[0]' ;;
+  esac
+  case $name in twin_same_path_swapped)
+    patch "$tree/pytest_nodus/grader/grading.py" '                        round_times[role] = call
+' '                        round_times[{"expert": "submission", "submission": "expert"}[role]] = call  # the probe'"'"'s variant
+' ;;
   esac
   (cd "$tree" && PYTHONPATH=$PWD python3 -m pytest env_suites/rmsnorm -q -p no:cacheprovider \
      --nodus-submission=expert/rmsnorm/expert_cuda.py --nodus-sealed=sealed_fixtures --nodus-trusted \
