@@ -24,9 +24,11 @@ every call itself, as a window whose two ends only the grader can place:
   window closed. Nothing the harness does sits between the call and the flag, so a
   rewritten harness has nothing to leave out.
 
-The window also holds the fixed cost of the copies, the flush, the snapshot and the spin's tail. That
-cost is the same for expert and submission at a size, so the grader measures it on the
-expert (window minus the expert's own event time, which is trusted) and subtracts it
+The window also holds a fixed cost: the copies, the flush and the snapshot (the grader's own
+work, timed apart as ``parts_ms``, and the same for every sandbox at a size), the spin's tail
+and the two handoffs between the grader's context and the sandbox's (not the same for every
+sandbox). The grader measures it on the expert (window minus the expert's own event time,
+which is trusted) and subtracts it, or the submission's own where that is smaller
 (``grader/timing.py``).
 
 On the CPU the window is the CPU time the sandbox process spent, all threads summed (ended
