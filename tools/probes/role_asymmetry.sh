@@ -11,7 +11,9 @@
 # too); no_rest (no sandbox frozen between its calls, only while another is called);
 # same_path and twin_same_path (the submission's calls handled as the expert's: no idle
 # checks, output checks or rest); twin_same_path_swapped (as twin_same_path, each sandbox's
-# calls recorded under the other's role); twin_same_path_expert_first.
+# calls recorded under the other's role); twin_same_path_expert_first; absorb (the harness
+# runs an empty kernel between go and its start event: a handoff into its context lands
+# before t_stream starts).
 set -u
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 ROOT=$PWD
@@ -102,6 +104,12 @@ variant() {  # name: grade the trusted expert with that variant of the grader
   case $name in twin_same_path_swapped)
     patch "$tree/pytest_nodus/grader/grading.py" '                        round_times[role] = call
 ' '                        round_times[{"expert": "submission", "submission": "expert"}[role]] = call  # the probe'"'"'s variant
+' ;;
+  esac
+  case $name in absorb)
+    patch "$tree/pytest_nodus/sandbox/harness.py" '            memory_ops.wait_geq(stream, go, int(message["call"]))  # the inputs exist from here on
+' '            memory_ops.wait_geq(stream, go, int(message["call"]))  # the inputs exist from here on
+            torch.cuda._sleep(1)  # the probe'"'"'s variant: a first kernel in the context before the start event
 ' ;;
   esac
   (cd "$tree" && PYTHONPATH=$PWD python3 -m pytest env_suites/rmsnorm -q -p no:cacheprovider \
