@@ -220,7 +220,8 @@ class Sandbox:
             # grader's uid could move itself out.
             raised = (*raised, CGROUP)
         self.isolation = ["trusted"] if confined == "trusted" else \
-            ["process", *([confined] if confined.startswith("landlock") else []), *raised]
+            ["process", *([confined] if confined.startswith("landlock") else []),
+             *([walls.SECCOMP] if hello.get("seccomp") else []), *raised]
         self.removed_fatbins = int(hello.get("removed_fatbins") or 0)
         if not hello.get("ok"):
             error = hello.get("error") or {}

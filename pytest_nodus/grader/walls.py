@@ -47,6 +47,9 @@ USER = "user-namespace"
 NO_CAPABILITIES = "no-capabilities"
 NO_NEW_PRIVS = "no-new-privs"
 OWN_UID = "own-uid"
+# Not raised here: the submission's sandbox installs its seccomp filter itself, before the
+# kernel file loads (sandbox/seccomp.py), and says so in its hello.
+SECCOMP = "seccomp"
 
 # Sandbox uids: far above those login.defs hands out (up to 60000) and the subordinate ranges
 # of the first users (/etc/subuid: from 100000, 65536 each), so a sandbox's uid owns no file

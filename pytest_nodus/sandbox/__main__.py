@@ -101,7 +101,7 @@ def main(argv=None) -> int:
         from pytest_nodus.sandbox import triton_interpreter
 
         triton_interpreter.install()
-    tripwire = None
+    tripwire, filtered = None, False
     if args.role == "submission":
         unreadable = []
         if args.removed_templates and removal_error is None:
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
             except (OSError, RuntimeError) as exc:
                 removal_error = exc  # fail closed, as for fatbins: reported in the hello
         unreadable += find_packages(tuple(args.unreadable_package))
-        isolation, readable = confine(args.scratch, device, tuple(args.unreadable_library), unreadable)
+        isolation, readable, filtered = confine(args.scratch, device, tuple(args.unreadable_library), unreadable)
         tripwire = guard.EscapeTripwire(readable)
         forget_project_root()
     else:
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
                               prepare=prepare, clock=clock, heap=heap,
                               send=lambda reply: protocol.send_reply(replies, reply),
                               receive=lambda: protocol.recv_request(requests))
-    protocol.send_reply(replies, {"ok": True, "isolation": isolation, "pid": os.getpid(),
+    protocol.send_reply(replies, {"ok": True, "isolation": isolation, "seccomp": filtered, "pid": os.getpid(),
                                    "removed_fatbins": removed_fatbins})
     handlers = serving.handlers()
     while True:

@@ -4,7 +4,8 @@ Applied after the harness has imported everything it needs and the kernels an en
 removes are gone, and before the kernel file is imported (``sandbox/__main__.py``). The
 rules themselves are the kernel's (:mod:`.landlock`); this module says what they cover:
 read the Python installation and system trees, less the libraries and package files the
-environment keeps out; read and write its own scratch directory, no other one; no TCP, no signals out.
+environment keeps out; read and write its own scratch directory, no other one; no TCP, no signals out;
+then the system calls no kernel needs (:mod:`.seccomp`).
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ import sysconfig
 
 import torch
 
-from pytest_nodus.sandbox import landlock
+from pytest_nodus.sandbox import landlock, seccomp
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # pytest_nodus/
 PROJECT_ROOT = os.path.dirname(_PACKAGE)  # a checkout's root: expert/ and sealed_fixtures/ live there
 
 
-def confine(scratch: str, device: torch.device, unreadable_libraries=(), unreadable_paths=()) -> tuple[str, list[str]]:
-    """Returns the isolation level and what the sandbox may read: trees and device files."""
+def confine(scratch: str, device: torch.device, unreadable_libraries=(),
+            unreadable_paths=()) -> tuple[str, list[str], bool]:
+    """Returns the isolation level, what the sandbox may read (trees and device files), and
+    whether the seccomp filter is installed."""
     # Not /dev: /dev/shm holds the other sandboxes' scratch (their kernel files, arenas), and
     # a sandbox reads only its own. The device files it needs are named one by one below.
     read = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/run",
@@ -44,7 +47,8 @@ def confine(scratch: str, device: torch.device, unreadable_libraries=(), unreada
                             landlock.find_libraries(unreadable_libraries) + list(unreadable_paths))
     # The device files are readable too: the escape tripwire must not take an open of
     # /dev/null (Triton's compiler runs with one) for a look outside.
-    return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch} | set(devices))
+    filtered = seccomp.install()
+    return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch} | set(devices)), filtered
 
 
 def forget_project_root() -> None:

@@ -21,7 +21,7 @@ def test_own_scratch_and_device_files_are_read_and_no_other_scratch(tmp_path):
         open(os.path.join(own, "mine.py"), "w").write("x = 1")
         from pytest_nodus.sandbox import guard
         from pytest_nodus.sandbox.confine import confine
-        isolation, readable = confine(own, torch.device("cpu"))
+        isolation, readable, filtered = confine(own, torch.device("cpu"))
         tripwire = guard.EscapeTripwire(readable)
         def attempt(label, path):
             try:
