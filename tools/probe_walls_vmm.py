@@ -1,40 +1,21 @@
 """A VMM allocation exported as a POSIX fd, and a stream-memory wait for a go word, in a sandbox of another uid in new namespaces; and the globaltimer gap probe that sees another context on the GPU (docs/sealing.md). GPU only."""
-import ctypes
 import os
 import subprocess
 import sys
 import time
 
-cu = ctypes.CDLL("libcuda.so.1")
-class Loc(ctypes.Structure): _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
-class Flags(ctypes.Structure): _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte), ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
-class Prop(ctypes.Structure): _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", Loc), ("win32", ctypes.c_void_p), ("allocFlags", Flags)]
-class Access(ctypes.Structure): _fields_ = [("location", Loc), ("flags", ctypes.c_int)]
-def ck(r, what):
-    if r != 0: raise RuntimeError(f"{what} -> CUresult {r}")
-def prop():
-    p = Prop(); p.type = 1; p.requestedHandleTypes = 1; p.location = Loc(1, 0); return p
-def gran():
-    g = ctypes.c_size_t(); ck(cu.cuMemGetAllocationGranularity(ctypes.byref(g), ctypes.byref(prop()), 0), "gran"); return g.value
-def map_handle(h, size):
-    ptr = ctypes.c_uint64(); ck(cu.cuMemAddressReserve(ctypes.byref(ptr), ctypes.c_size_t(size), ctypes.c_size_t(0), ctypes.c_uint64(0), ctypes.c_uint64(0)), "reserve")
-    ck(cu.cuMemMap(ptr, ctypes.c_size_t(size), ctypes.c_size_t(0), ctypes.c_uint64(h), ctypes.c_uint64(0)), "map")
-    a = Access(Loc(1, 0), 3); ck(cu.cuMemSetAccess(ptr, ctypes.c_size_t(size), ctypes.byref(a), ctypes.c_size_t(1)), "access")
-    return ptr.value
-class Wrap:
-    def __init__(self, ptr, n): self.__cuda_array_interface__ = {"shape": (n,), "typestr": "|u1", "data": (ptr, False), "version": 3, "strides": None}
 import torch
 
 torch.cuda.init(); torch.zeros(1, device="cuda")
 sys.path.insert(0, os.getcwd())
+from pytest_nodus.shared import vmm
 from pytest_nodus.shared.stream_ops import StreamMemoryOps
 
 if len(sys.argv) > 1 and sys.argv[1] == "child":
     fd, size = int(sys.argv[2]), int(sys.argv[3])
     out = {"uid": os.getuid(), "pid": os.getpid()}
     try:
-        h = ctypes.c_uint64(); ck(cu.cuMemImportFromShareableHandle(ctypes.byref(h), ctypes.c_void_p(fd), 1), "import")
-        ptr = map_handle(h.value, size); t = torch.as_tensor(Wrap(ptr, size), device="cuda")
+        t = vmm.import_fd(fd, size, 0).tensor()
         ops = StreamMemoryOps(); s = torch.cuda.Stream()
         go = t[size - 64:size - 60].view(torch.int32)
         ops.wait_geq(s, go, 1)  # waits for the parent's write
@@ -44,16 +25,15 @@ if len(sys.argv) > 1 and sys.argv[1] == "child":
     except Exception as e:
         out["mem"] = repr(e)[:200]
     print("RESULT", out, flush=True); sys.exit(0)
-g = gran(); size = g * 4
-h = ctypes.c_uint64(); ck(cu.cuMemCreate(ctypes.byref(h), ctypes.c_size_t(size), ctypes.byref(prop()), ctypes.c_uint64(0)), "create")
-fd = ctypes.c_int(); ck(cu.cuMemExportToShareableHandle(ctypes.byref(fd), ctypes.c_uint64(h.value), 1, ctypes.c_uint64(0)), "export")
-ptr = map_handle(h.value, size); t = torch.as_tensor(Wrap(ptr, size), device="cuda"); print("granularity", g, "fd", fd.value)
+g = vmm.granularity(0); size = g * 4
+mapping, fd = vmm.create(size, 0)
+t = mapping.tensor(); print("granularity", g, "fd", fd)
 ops = StreamMemoryOps(); s = torch.cuda.Stream()
 drop = "setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"
 me = os.path.abspath(__file__)
 for name, prefix in {"plain": "", "nobody": drop, "ns_nobody": f"unshare --net --pid --fork --mount-proc --ipc --mount {drop}"}.items():
     t.zero_(); torch.cuda.synchronize()
-    p = subprocess.Popen(f"{prefix} python3 {me} child {fd.value} {size}", shell=True, pass_fds=(fd.value,), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(f"{prefix} python3 {me} child {fd} {size}", shell=True, pass_fds=(fd,), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(8)  # the child is waiting on the go word by now
     ops.write(s, t[size - 64:size - 60].view(torch.int32), 1); s.synchronize()
     outp = p.communicate(timeout=60)[0]
