@@ -40,6 +40,8 @@ def main(argv=None) -> int:
     points: dict[str, list] = {}
     for path in args.grades:
         grade = json.loads(path.read_text())
+        if grade["reward"] is None:  # a correct CPU check: no reward to draw
+            continue
         speedup = grade["speedup"] or 1e-2  # crashed before any timing: drawn at the left edge
         points.setdefault(group(path.stem), []).append((speedup, grade["reward"], path.stem, grade["status"]))
     fig, ax = plt.subplots(figsize=(10, 6.5))

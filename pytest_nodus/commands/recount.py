@@ -54,11 +54,15 @@ def recount(path: Path) -> list[str]:
                 lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} {code}: "
                              f"{'recorded, not raised now' if code in recorded else 'raised now, not recorded'}")
         per_rerun[size["rerun"]].append(entry)
-    rewards = [reward.verdict(per_rerun[n]).reward for n in range(reruns)]
+    rewards = [reward.paid(reward.verdict(per_rerun[n]), device_kind) for n in range(reruns)]
     recorded = grade["reruns"]["rewards"]
     head = (f"{path.parent.name}/{path.stem:<32} {grade['status']:<8} rewards "
-            + " ".join(f"{r:.3f}" for r in recorded) + " -> " + " ".join(f"{r:.3f}" for r in rewards))
+            + " ".join(_reward(r) for r in recorded) + " -> " + " ".join(_reward(r) for r in rewards))
     return [head] + lines
+
+
+def _reward(value: float | None) -> str:
+    return "none" if value is None else f"{value:.3f}"
 
 
 def _moved(recorded: float | None, now: float | None) -> bool:

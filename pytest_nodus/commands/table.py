@@ -18,8 +18,9 @@ def main(paths=None):
         r = g["reruns"]
         trusted |= bool(g.get("trusted"))
         status = g["status"] + ("*" if g.get("trusted") else "")  # *: --nodus-trusted calibration
-        rows.append(f"{Path(path).stem:<28} {status:<8} {g['reward']:>8.3f} {speed:>7} "
-                    f"[{r['min']:.3f} {r['median']:.3f} {r['max']:.3f}] {g['wall_s']:>6.1f}s {flags}")
+        paid = "none" if g["reward"] is None else f"{g['reward']:.3f}"  # none: a correct CPU check
+        spread = " ".join("-" if r[k] is None else f"{r[k]:.3f}" for k in ("min", "median", "max"))
+        rows.append(f"{Path(path).stem:<28} {status:<8} {paid:>8} {speed:>7} [{spread}] {g['wall_s']:>6.1f}s {flags}")
     print(f"{'grade':<28} {'status':<8} {'reward':>8} {'speedup':>7} [min median max] {'wall':>7} flags")
     print("\n".join(rows))
     if trusted:

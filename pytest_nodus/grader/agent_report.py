@@ -90,7 +90,8 @@ def build(document: dict) -> dict:
         if entry not in flags:
             flags.append(entry)
     return {"agent_report_version": VERSION, "env": document["env"], "status": document["status"],
-            "reward": round(document["reward"], 2), "speedup": _two_digits(document["speedup"]),
+            "reward": None if document["reward"] is None else round(document["reward"], 2),
+            "speedup": _two_digits(document["speedup"]),
             "sealed": document["sealed"], "sizes": sizes, "flags": flags}
 
 
@@ -100,7 +101,8 @@ def write(document: dict, path: Path) -> None:
 
 def lines(report: dict) -> list[str]:
     """The agent report as terminal text."""
-    out = [f"environment {report['env']['name']} | status {report['status']} | reward {report['reward']:.2f}"
+    paid = "none (CPU check)" if report["reward"] is None else f"{report['reward']:.2f}"
+    out = [f"environment {report['env']['name']} | status {report['status']} | reward {paid}"
            + (f" | speedup {report['speedup']}x" if report["speedup"] else "")]
     for s in report["sizes"]:
         speed = f"{s['speedup']:.3g}x" if s.get("speedup") else "-"

@@ -19,6 +19,9 @@ values         the reference         ``wrong_values``, ``non_finite_output`` exp
 times          the report            ``protocol_violation`` if missing     the same
 idle work      the scheduler, after  ``background_thread``                 not checked
                a timed call          (grader/idle_work.py, in grading.py)
+finished       the late-write check  each flag as reported;                not run
+               and the audit, after  ``forbidden_op`` (trusted: waived)
+               a size
 ============== ===================== ===================================== =====================
 
 "The grader's side failed" raises: ``expert_failed`` (the size stays at the floor, never
@@ -28,10 +31,12 @@ the submission's verdict) or ``baseline_failed`` (the baseline is dropped; conte
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import torch
 
+from pytest_nodus.grader import kernel_errors
 from pytest_nodus.grader.correctness import check_outputs
 from pytest_nodus.grader.processes import descendants, ended_orphans, living, stray_processes
 from pytest_nodus.grader.results import SizeResult
@@ -91,12 +96,33 @@ def reported(reading: Reading) -> list[Finding]:
     return found
 
 
-def raised(reading: Reading) -> str | None:
-    """What the kernel raised, as one line; None if it returned."""
+def raised(reading: Reading, kernel_path) -> str | None:
+    """What the kernel raised, with the lines of its file that led there; None if it returned."""
     if reading.ok:
         return None
-    error = reading.report.get("error") or {}
-    return f"{error.get('type', 'Error')}: {error.get('message', '')} {error.get('where', '')}".strip()
+    return kernel_errors.describe(reading.report.get("error"), kernel_path)
+
+
+def finished(env, trusted: bool, reply: dict, result: SizeResult) -> None:
+    """After a size (``FINISH``): the sandbox's late-write flags and the kernel audit, whose
+    forbidden kernels are flagged, or only recorded for a trusted submission."""
+    flags = reply.get("flags")
+    for f in flags if isinstance(flags, list) else []:
+        if isinstance(f, dict):
+            result.flag(str(f.get("code", "protocol_violation")), str(f.get("detail", "")))
+    audit = reply.get("audit")
+    if not isinstance(audit, dict):
+        return
+    if isinstance(audit.get("kernels"), list) and audit["kernels"]:
+        result.kernels = audit["kernels"][:8]
+    names = [str(n) for n in audit.get("ops", [])] + [str(k.get("name")) for k in audit.get("kernels", [])
+                                                      if isinstance(k, dict)]
+    for pattern in env.keep_out.audit:
+        hit = next((n for n in names if re.search(pattern, n)), None)
+        if hit is None:
+            continue
+        record = result.waive if trusted else result.flag
+        record("forbidden_op", f"ran '{hit[:80]}', which this environment forbids")
 
 
 def mutated_inputs(slot, fresh: dict) -> list[str]:
@@ -123,7 +149,8 @@ def times(reading: Reading) -> tuple[float, float]:
 
 def value_flag(check) -> tuple[str, str]:
     code = "non_finite_output" if not math.isfinite(check.error) else "wrong_values"
-    return code, f"output '{check.name}': error {check.error:.3g} > tolerance {check.limit:.3g}"
+    worst = f"; worst element {check.worst}" if check.worst else ""
+    return code, f"output '{check.name}': error {check.error:.3g} > tolerance {check.limit:.3g}{worst}"
 
 
 def children_ran(result: SizeResult, reading: Reading, child_ms: float) -> None:

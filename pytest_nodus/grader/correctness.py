@@ -27,6 +27,16 @@ class Tolerance(Protocol):
         """A non-negative error; the output passes if error <= limit. NaN/inf give inf.
         ``references`` holds every reference output by name (for scales across outputs)."""
 
+    def worst(self, output: torch.Tensor, reference: torch.Tensor) -> int:
+        """The flat index of the element that weighs most in the error (a failing output's report)."""
+
+
+def _first_non_finite(out: torch.Tensor) -> int | None:
+    import torch
+
+    bad = (~torch.isfinite(out)).flatten().nonzero()
+    return int(bad[0]) if len(bad) else None
+
 
 @dataclass(frozen=True)
 class ElementwiseRelative:
@@ -49,6 +59,15 @@ class ElementwiseRelative:
         rms = ref.pow(2).mean().sqrt().item() if ref.numel() else 0.0
         floor = max(self.floor_fraction * rms, torch.finfo(torch.float32).tiny)
         return ((out - ref).abs() / (ref.abs() + floor)).max().item() if ref.numel() else 0.0
+
+    def worst(self, output: torch.Tensor, reference: torch.Tensor) -> int:
+        import torch
+
+        out, ref = output.double(), reference.double()
+        if (bad := _first_non_finite(out)) is not None:
+            return bad
+        floor = max(self.floor_fraction * ref.pow(2).mean().sqrt().item(), torch.finfo(torch.float32).tiny)
+        return int(((out - ref).abs() / (ref.abs() + floor)).flatten().argmax())
 
 
 @dataclass(frozen=True)
@@ -81,16 +100,32 @@ class Normwise:
             return 0.0 if diff == 0.0 else math.inf
         return diff / denom
 
+    def worst(self, output: torch.Tensor, reference: torch.Tensor) -> int:
+        out = output.double()
+        if (bad := _first_non_finite(out)) is not None:
+            return bad
+        return int((out - reference.double()).abs().flatten().argmax())
+
 
 @dataclass
 class OutputCheck:
     name: str
     error: float
     limit: float
+    worst: str | None = None  # a failing output's worst element: "[i, j] got g, expected e"
 
     @property
     def passed(self) -> bool:
         return self.error <= self.limit  # NaN compares False: never passes
+
+
+def _describe_worst(tol, got, ref) -> str:
+    import numpy
+
+    flat = tol.worst(got, ref)
+    index = [int(i) for i in numpy.unravel_index(flat, tuple(got.shape))] if got.dim() else []
+    return (f"{list(index)} got {got.flatten()[flat].item():.6g}, "
+            f"expected {ref.flatten()[flat].item():.6g}")
 
 
 # An output that misses its limit still passes within this factor of the error that the
@@ -119,4 +154,8 @@ def check_outputs(receipts, references, contract, tolerance, rounded=None) -> li
                 honest_error = tolerance[check.name].error(honest[check.name], by_name[check.name], by_name)
                 if math.isfinite(honest_error):  # a broken rounded reference widens nothing
                     checks[i] = OutputCheck(check.name, check.error, max(check.limit, ROUNDED_FACTOR * honest_error))
+    received = {spec.name: (got, ref) for spec, got, ref in zip(contract.outputs, receipts, references)}
+    for check in checks:
+        if not check.passed and received[check.name][0].numel():
+            check.worst = _describe_worst(tolerance[check.name], *received[check.name])
     return checks

@@ -14,7 +14,6 @@ role is ``grader/checks.py``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +33,9 @@ class TimingPlan:
     timed: int
 
 
-PLANS = {"cuda": TimingPlan(warmup=3, timed=20), "cpu": TimingPlan(warmup=1, timed=3)}
+# The CPU times more calls than a quartile needs (4): its clock shares two cores with the
+# grader, and seven calls keep the IQR from resting on a single outlier.
+PLANS = {"cuda": TimingPlan(warmup=3, timed=20), "cpu": TimingPlan(warmup=1, timed=7)}
 
 # The expert's and the baselines' first call at a new size may compile: FlexAttention's cold
 # torch.compile takes minutes on the H200, past attention's call limit. They are the
@@ -64,8 +65,10 @@ class Grader:
         self.call_timeout_override: float | None = None
         self.gpu_wait_s = devices.GPU_WAIT_S  # --nodus-gpu-wait
         # A submission that hung once is not given the device again in this grade: every
-        # further size would cost another full time limit for the same verdict.
+        # further size would cost another full time limit for the same verdict. One that did
+        # not load is not started again: that failure is the same at every size.
         self._hung: SandboxFailure | None = None
+        self._unloadable: SandboxFailure | None = None
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
 
     def close(self) -> None:
@@ -110,7 +113,7 @@ class Grader:
         for finding in checks.reported(reading):
             if submission:
                 result.flag(finding.code, finding.detail)
-        if (raised := checks.raised(reading)) is not None:
+        if (raised := checks.raised(reading, sandbox.kernel_path)) is not None:
             raise SandboxFailure("error", "raised", f"the kernel raised {raised}")
         if references is None:
             references = env.reference(fresh)
@@ -122,9 +125,9 @@ class Grader:
             result.flag("input_mutated", f"input '{name}' was changed by the call")
         for check in checks.values(reading, references, env, fresh):
             if submission:
-                result.note_error(check.error, check.limit)
+                worst = result.note_error(check.error, check.limit)
                 if not check.passed:
-                    result.flag(*checks.value_flag(check))
+                    result.flag(*checks.value_flag(check), replace=worst)
             elif baseline:
                 name = role.removeprefix("baseline:")
                 result.baseline_errors = result.baseline_errors or {}
@@ -160,28 +163,6 @@ class Grader:
             result.flag("background_thread", f"{worked[0]:.1f} ms of CPU outside the harness after a call returned "
                                              f"({', '.join(worked[1]) or 'threads that have ended'})")
 
-    # -- the kernel audit ------------------------------------------------------------
-    def _finish_flags(self, env: Environment, reply: dict, result: SizeResult) -> None:
-        flags = reply.get("flags")
-        for f in flags if isinstance(flags, list) else []:
-            if isinstance(f, dict):
-                result.flag(str(f.get("code", "protocol_violation")), str(f.get("detail", "")))
-        self._audit(env, reply.get("audit"), result)
-
-    def _audit(self, env: Environment, audit, result: SizeResult) -> None:
-        if not isinstance(audit, dict):
-            return
-        if isinstance(audit.get("kernels"), list) and audit["kernels"]:
-            result.kernels = audit["kernels"][:8]
-        names = [str(n) for n in audit.get("ops", [])] + [str(k.get("name")) for k in audit.get("kernels", [])
-                                                          if isinstance(k, dict)]
-        for pattern in env.keep_out.audit:
-            hit = next((n for n in names if re.search(pattern, n)), None)
-            if hit is None:
-                continue
-            record = result.waive if self.trusted else result.flag
-            record("forbidden_op", f"ran '{hit[:80]}', which this environment forbids")
-
     # -- sizes ---------------------------------------------------------------------------
     def _grader_out_of_memory(self, result: SizeResult, exc: BaseException) -> SizeResult:
         """The grader's own allocation (fresh inputs, references, pristine copies) failed:
@@ -211,12 +192,12 @@ class Grader:
             return result
 
     def _grade_size(self, env: Environment, size: Size, label: str, result: SizeResult) -> SizeResult:
-        if self._hung is not None:
-            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
+        if self._settled(result):
             return result
         try:
             submission = self.pool.get(env, "submission", size.dims)
         except SandboxFailure as failure:
+            self._note_start_failure(failure)
             result.flag(failure.code, failure.detail)
             return result
         submission.rest()  # from its start-up or its last size to its first call here
@@ -256,7 +237,7 @@ class Grader:
                         if self.fail_fast and result.flags:
                             # A failed size: its other rounds change nothing. Its finish still
                             # runs, so the late-write check and the audit name the cheat.
-                            self._finish_flags(env, submission.finish(self._timeout(env)), result)
+                            checks.finished(env, self.trusted, submission.finish(self._timeout(env)), result)
                             return result
                         round_times[role] = call
                         void |= timed and call.contended_ns > 0
@@ -289,7 +270,7 @@ class Grader:
                 for role in ("expert", "submission"):
                     reply = sandboxes[role].finish(self._timeout(env))
                     if role == "submission":
-                        self._finish_flags(env, reply, result)
+                        checks.finished(env, self.trusted, reply, result)
                         submission.rest()
             except SandboxFailure as failure:
                 result.flag(failure.code, failure.detail)
@@ -299,6 +280,19 @@ class Grader:
         self._summarise_times(env, size, times, result)
         self._release_memory()
         return result
+
+    def _settled(self, result: SizeResult) -> bool:
+        """Whether an earlier size already decided this one: the submission hung, or its file
+        did not load (the same failure at every size, not worth another sandbox start)."""
+        for failure, what in ((self._hung, "already hung"), (self._unloadable, "did not load")):
+            if failure is not None:
+                result.flag(failure.code, f"not run: the submission {what} ({failure.detail.splitlines()[0]})")
+                return True
+        return False
+
+    def _note_start_failure(self, failure: SandboxFailure) -> None:
+        if failure.code == "load_failed":
+            self._unloadable = failure
 
     def _start_expert(self, env: Environment, size: Size, sandboxes: dict, result: SizeResult) -> bool:
         try:
@@ -371,18 +365,21 @@ class Grader:
         left the reported size half-shrunk. Different sizes still get different values."""
         result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), env={"name": env.name, "version": env.version},
                             device=self.device.torch_name)
-        if self._hung is not None:
-            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
+        if self._settled(result):
             return result
         try:
-            submission = self.pool.get(env, "submission", dims)
+            try:
+                submission = self.pool.get(env, "submission", dims)
+            except SandboxFailure as failure:
+                self._note_start_failure(failure)
+                raise
             result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
             size_label = f"{label}/{sorted(dims.items())}"
             fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun), self.torch_device)
             self._call(env, submission, dims, fresh, None, result, "submission", timed=False)
             result.calls = 1
             reply = submission.finish(self._timeout(env))
-            self._finish_flags(env, reply, result)
+            checks.finished(env, self.trusted, reply, result)
             submission.rest()
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)

@@ -34,7 +34,8 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         reached = reward.worst(v.status for v, rs in zip(verdicts, per_rerun) if rs)
         verdicts = [v if rs else reward.Verdict(reached, reward.FLOOR, None) for v, rs in zip(verdicts, per_rerun)]
     status = reward.worst(v.status for v in verdicts)
-    rewards = [v.reward for v in verdicts]
+    kind = meta["device"]["kind"]
+    rewards = [reward.paid(v, kind) for v in verdicts]
     speedups = [v.speedup for v in verdicts if v.speedup]
     env = next((r["env"] for r in results if r.get("env")), meta.get("env") or {"name": None, "version": None})
     isolations = [r["isolation"] for r in results if r.get("isolation")]
@@ -56,19 +57,30 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         # Fewest over the sizes: a grade is as sealed as its least sealed size.
         "removed_fatbins": min((r.get("removed_fatbins") or 0 for r in results if r.get("isolation")), default=0),
         "status": status,
-        "reward": statistics.median(rewards) if status == "correct" else reward.FLOOR,
+        "reward": _median(rewards) if status == "correct" else reward.FLOOR,
+        "reward_basis": reward.basis(kind),
         "speedup": statistics.median(speedups) if speedups else None,
         "flags": flags,
         "sizes": [{k: r.get(k) for k in _SIZE_FIELDS} for r in sorted(results, key=_size_order)],
         "reruns": {"count": reruns, "rewards": rewards, "statuses": [v.status for v in verdicts],
                    "speedups": [v.speedup for v in verdicts],
-                   "min": min(rewards), "median": statistics.median(rewards), "max": max(rewards)},
+                   "min": _least(rewards), "median": _median(rewards), "max": _least(rewards, max)},
         "seed": meta.get("seed"),
         "wall_s": meta.get("wall_s"),
         "not_graded": meta.get("not_graded", 0),
         "grader": meta["grader"],
     }
     return document
+
+
+def _median(values):
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def _least(values, pick=min):
+    known = [v for v in values if v is not None]
+    return pick(known) if known else None
 
 
 def _size_order(r: dict) -> tuple:
@@ -87,6 +99,41 @@ def _fmt(value, spec: str, missing: str = "-") -> str:
     return format(value, spec)
 
 
+# The throughput column is scaled per row so that no figure reads 0.0: an interpreted CPU
+# kernel moves kilobytes per second where a GPU kernel moves terabytes.
+_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+
+
+def throughput_text(value: float | None, unit: str) -> str:
+    """``value`` in ``unit`` ("GB/s" or "TF/s") with the prefix that gives it 1-3 digits."""
+    if value is None or not math.isfinite(value) or value <= 0:
+        return "-"
+    base = {"G": 1e9, "T": 1e12}[unit[0]]
+    per_s = value * base
+    scale, prefix = next(((f, p) for f, p in _PREFIXES if per_s >= f), _PREFIXES[-1])
+    return f"{per_s / scale:.3g} {prefix}{unit[1:]}"
+
+
+def speedup_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}x"
+
+
+def spread_text(median: float | None, iqr: float | None) -> str:
+    """The interquartile range as a share of the median (needs four timed calls)."""
+    if not median or iqr is None:
+        return ""
+    return f" ±{100 * iqr / median:.0f}%"
+
+
+CPU_NOTE = ("CPU check: correctness on every size; the times compare the Triton interpreter with compiled torch "
+            "and rank nothing on a GPU, so a correct CPU grade has no reward")
+
+
+def _row_name(s: dict, reruns: int) -> str:
+    name = s["id"] if reruns == 1 else f"{s['id']} r{s['rerun']}"
+    return f"{name} ({s['calls']} calls)" if s["kind"] == "fuzz" else name
+
+
 def terminal_lines(document: dict) -> list[str]:
     env = document["env"]
     sub = document["submission"]
@@ -97,25 +144,25 @@ def terminal_lines(document: dict) -> list[str]:
         header += f" | {document['removed_fatbins']} torch kernel fatbins removed"
     if document.get("trusted"):
         header += " | TRUSTED: forbidden kernels waived (calibration, never an agent's grade)"
-    unit = next((s["throughput_unit"] for s in document["sizes"] if s.get("throughput_unit")), "GB/s")
-    columns = f"{'size':<26} {'kind':<6} {'status':<8} {'error/tolerance':>17} {'t_sub ms':>10} {'t_exp ms':>10} " \
-              f"{'speedup':>8} {unit:>9}"
-    lines = [header, columns]
+    cpu = document.get("reward_basis") == reward.CPU_CHECK
+    lines = [header] + ([CPU_NOTE] if cpu else [])
     reruns = document["reruns"]["count"]
-    for s in document["sizes"]:
-        name = s["id"] if reruns == 1 else f"{s['id']} r{s['rerun']}"
-        if s["kind"] == "fuzz":
-            name = f"{name} ({s['calls']} calls)"
+    names = [_row_name(s, reruns) for s in document["sizes"]]
+    width = max([len("size"), *map(len, names)])  # whole ids: a cut id hides the dims that tell sizes apart
+    lines.append(f"{'size':<{width}} {'kind':<6} {'status':<8} {'error/tolerance':>17} {'t_sub ms':>15} "
+                 f"{'t_exp ms':>15} {'speedup':>9} {'throughput':>11}")
+    for name, s in zip(names, document["sizes"]):
         error = f"{_fmt(s['error'], '.2e')}/{_fmt(s['tolerance'], '.1e')}"
-        lines.append(f"{name[:26]:<26} {s['kind']:<6} {s['status']:<8} {error:>17} {_fmt(s['t_submission_ms'], '.4f'):>10} "
-                     f"{_fmt(s['t_expert_ms'], '.4f'):>10} {_fmt(s['speedup'], '.3f'):>7}x {_fmt(s['throughput'], '.1f'):>9}")
-    for s in document["sizes"]:
+        t_sub = _fmt(s["t_submission_ms"], ".4g") + spread_text(s["t_submission_ms"], s.get("t_submission_iqr_ms"))
+        t_exp = _fmt(s["t_expert_ms"], ".4g") + spread_text(s["t_expert_ms"], s.get("t_expert_iqr_ms"))
+        lines.append(f"{name:<{width}} {s['kind']:<6} {s['status']:<8} {error:>17} {t_sub:>15} {t_exp:>15} "
+                     f"{speedup_text(s['speedup']):>9} {throughput_text(s['throughput'], s.get('throughput_unit') or 'GB/s'):>11}")
+    for name, s in zip(names, document["sizes"]):
         if s.get("t_baselines_ms") or s.get("baseline_notes"):
-            name = s["id"] if reruns == 1 else f"{s['id']} r{s['rerun']}"
             timed = [f"{k} {v:.4f} ms vs expert {_fmt(s.get('t_expert_ms'), '.4f')} ms"
                      for k, v in (s.get("t_baselines_ms") or {}).items()]
             failed = [f"{k}: {v}" for k, v in (s.get("baseline_notes") or {}).items()]
-            lines.append(f"baseline at {name[:26]} (context, not in the reward): {'; '.join(timed + failed)}")
+            lines.append(f"baseline at {name} (context, not in the reward): {'; '.join(timed + failed)}")
     waived = [w for s in document["sizes"] for w in (s.get("waived_flags") or [])]
     for w in waived[:5]:
         lines.append(f"waived (trusted) {w['code']} at {w['size']}: {w['detail']}")
@@ -123,10 +170,18 @@ def terminal_lines(document: dict) -> list[str]:
         lines.append(f"flag {f['code']} at {f['size']}: {f['detail']}")
     if len(document["flags"]) > 20:
         lines.append(f"... and {len(document['flags']) - 20} more flags in the JSON")
-    if reruns > 1:
-        r = document["reruns"]
+    if document.get("not_graded"):
+        lines.append(f"not graded: {document['not_graded']} test(s) after the grade stopped at its first failure")
+    r = document["reruns"]
+    if reruns > 1 and r["min"] is not None:
         lines.append(f"reruns {reruns}: reward min {r['min']:.3f} median {r['median']:.3f} max {r['max']:.3f}; "
                      f"statuses {', '.join(r['statuses'])}")
-    speed = f", speedup {document['speedup']:.3f}x (geometric mean over timed sizes)" if document["speedup"] else ""
-    lines.append(f"reward {document['reward']:.4f} (status {document['status']}{speed})")
+    elif reruns > 1:
+        lines.append(f"reruns {reruns}: statuses {', '.join(r['statuses'])}")
+    speed = f", speedup {speedup_text(document['speedup'])} (geometric mean over timed sizes)" if document["speedup"] else ""
+    if document["reward"] is None:
+        lines.append(f"correct: CPU check passed on every size, no reward (CPU speedup {speedup_text(document['speedup'])}, "
+                     "context only)")
+    else:
+        lines.append(f"reward {document['reward']:.4f} (status {document['status']}{speed})")
     return lines

@@ -13,6 +13,10 @@ from typing import Any
 
 from pytest_nodus.grader import reward
 
+# A flag's detail: room for an exception and the six lines of the author's file under it
+# (grader/kernel_errors.py), each cut at 160 characters.
+DETAIL_CHARS = 1200
+
 
 @dataclass
 class SizeResult:
@@ -66,23 +70,31 @@ class SizeResult:
         # Hidden sizes stay hidden: no dims in any message that reaches a report.
         return re.sub(r"\d{2,}", "#", detail) if self.kind == "hidden" else detail
 
-    def flag(self, code: str, detail: str) -> None:
-        detail = self.public_text(detail)
-        if not any(f["code"] == code for f in self.flags):
-            self.flags.append({"size": self.id, "code": code, "detail": detail[:300]})
+    def flag(self, code: str, detail: str, replace: bool = False) -> None:
+        """Record a finding: the first of each code, or the latest with ``replace`` (a worse
+        miss of the same kind, so that the flag and the table name the same figure)."""
+        detail = self.public_text(detail)[:DETAIL_CHARS]
+        same = next((f for f in self.flags if f["code"] == code), None)
+        if same is None:
+            self.flags.append({"size": self.id, "code": code, "detail": detail})
+        elif replace:
+            same["detail"] = detail
         self.status = reward.status_of(f["code"] for f in self.flags)
 
     def waive(self, code: str, detail: str) -> None:
         """Record what ``flag`` would have raised, without scoring it (--nodus-trusted)."""
-        waived = {"size": self.id, "code": code, "detail": self.public_text(detail)[:300]}
+        waived = {"size": self.id, "code": code, "detail": self.public_text(detail)[:DETAIL_CHARS]}
         self.waived_flags = self.waived_flags or []
         if waived not in self.waived_flags:
             self.waived_flags.append(waived)
 
-    def note_error(self, error: float, limit: float) -> None:
-        """Keep the worst error seen (relative to its tolerance) over all calls and outputs."""
+    def note_error(self, error: float, limit: float) -> bool:
+        """Keep the worst error seen (relative to its tolerance) over all calls and outputs;
+        True if this one is it."""
         if self.error is None or error / limit > self.error / self.tolerance:
             self.error, self.tolerance = error, limit
+            return True
+        return False
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)

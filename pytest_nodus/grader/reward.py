@@ -5,6 +5,11 @@ so 0 means as fast as the expert, +1 twice as fast, and the reward moves smoothl
 speed. Anything else (a wrong value, a flag, an error, a timeout, a size with no result)
 gives :data:`FLOOR`, below any speed a real kernel could reach, so no cheat can ever be
 paid more than the slowest honest kernel.
+
+On the CPU a correct grade has no reward (:func:`paid`): its times compare a kernel run by
+the Triton interpreter, which executes every program instance in Python, with the compiled
+torch expert, and say nothing about either on a GPU. A CPU grade is a correctness check;
+its failures still score the floor, which is what the cheat corpus holds in CI.
 """
 
 from __future__ import annotations
@@ -53,6 +58,20 @@ class Verdict:
     status: str
     reward: float
     speedup: float | None  # geometric mean of t_expert / t_submission over timed sizes
+
+
+# What the reward of a grade is based on (the JSON's ``reward_basis``).
+SPEED_VS_EXPERT = "speed_vs_expert"
+CPU_CHECK = "cpu_check"
+
+
+def basis(device_kind: str) -> str:
+    return CPU_CHECK if device_kind == "cpu" else SPEED_VS_EXPERT
+
+
+def paid(v: Verdict, device_kind: str) -> float | None:
+    """The reward a pipeline may pay: the verdict's, except a correct CPU grade's (None)."""
+    return None if v.status == "correct" and basis(device_kind) == CPU_CHECK else v.reward
 
 
 def verdict(size_results) -> Verdict:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from pytest_nodus.grader import heap_build, walls
+from pytest_nodus.grader import heap_build, kernel_errors, walls
 from pytest_nodus.grader.arena_memory import create_arena
 from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
 from pytest_nodus.grader.clock import GraderClock
@@ -153,7 +153,7 @@ class Sandbox:
         whole = self._memory.tensor
         self.clock = GraderClock(torch.device(self.device), whole)
         self.arena = whole[:arena_capacity]  # inputs and receipts; the heap and the flag bytes lie past it
-        kernel_copy = self.scratch / "kernel_under_test.py"
+        kernel_copy = self.scratch / protocol.KERNEL_FILE
         shutil.copyfile(self.kernel_path, kernel_copy)
         if uid is not None:
             os.chown(kernel_copy, uid, uid)
@@ -224,9 +224,7 @@ class Sandbox:
              *([walls.SECCOMP] if hello.get("seccomp") else []), *raised]
         self.removed_fatbins = int(hello.get("removed_fatbins") or 0)
         if not hello.get("ok"):
-            error = hello.get("error") or {}
-            raise SandboxFailure("error", "load_failed",
-                                 f"{error.get('type', 'Error')}: {error.get('message', 'could not be loaded')}")
+            raise SandboxFailure("error", "load_failed", kernel_errors.describe(hello.get("error"), self.kernel_path))
 
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_nodus import __version__
-from pytest_nodus.grader.suite import GRADED_MARKER, GRADED_PROPERTY, RESULT_PROPERTY, name_graded_test
+from pytest_nodus.grader.suite import GRADED_MARKER, GRADED_PROPERTY, RESULT_PROPERTY, STOPS_THE_GRADE, name_graded_test
 
 if TYPE_CHECKING:
     from pytest_nodus.grader.options import Options
@@ -166,10 +166,12 @@ class NodusSession:
         unfinished = sorted(set(self.expected) - self.reported)
         never = sorted(self.collected - self.ran)
         not_graded = 0
-        if self.config.getoption("maxfail") and any(r.get("status") != "correct" for r in self.results):
-            # Stopped after a size failed (--nodus-fail-fast or pytest's -x): the grade is at
-            # the floor whatever the rest would have said, so what did not run is counted,
-            # not failed. Only a failed size can stop a grade this way.
+        stopping = self.config.getoption("maxfail") or any(f.get("code") in STOPS_THE_GRADE
+                                                           for r in self.results for f in r.get("flags", []))
+        if stopping and any(r.get("status") != "correct" for r in self.results):
+            # Stopped after a size failed (--nodus-fail-fast, pytest's -x, or a kernel file that
+            # does not load): the grade is at the floor whatever the rest would have said, so
+            # what did not run is counted, not failed. Only a failed size can stop a grade this way.
             not_graded, unfinished, never = len(unfinished) + len(never), [], []
         for nodeid in unfinished:
             # A graded test with no verdict: its worker died or it errored before grading.
@@ -199,7 +201,10 @@ class NodusSession:
             from pytest_nodus.grader import agent_report
 
             agent_report.write(self.document, self.options.agent_report_path)
-        if self.document["status"] != "correct" and session.exitstatus == 0:
+        # A grade that stopped at a failure (a kernel file that does not load; --nodus-fail-fast
+        # under xdist) failed, exit status 1; pytest would say it was interrupted.
+        if self.document["status"] != "correct" and (session.exitstatus == 0 or (
+                session.exitstatus == pytest.ExitCode.INTERRUPTED and stopping)):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter):

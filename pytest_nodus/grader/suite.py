@@ -39,6 +39,14 @@ def name_graded_test(item) -> None:
                                                    "rerun": int(params.get("nodus_rerun", 0))}))
 
 
+# Failures that can depend on the size, worth shrinking to the smallest size that still fails.
+# A file that does not load, a hang or a cheat's flag is the same at every size.
+SHRINKABLE = frozenset({"wrong_values", "non_finite_output", "wrong_shape", "wrong_dtype", "wrong_output",
+                        "raised", "crashed"})
+# Failures after which nothing else can be graded: the run stops at once and says so once.
+STOPS_THE_GRADE = {"load_failed": "pytest-nodus: the kernel file did not load; no size can be graded"}
+
+
 class _FatalFailure(BaseException):
     """Stops Hypothesis at once (no shrinking through hangs and crashes)."""
 
@@ -62,16 +70,23 @@ class GradeRunner:
 
     def grade_size(self, env, size, rerun: int) -> SizeResult:
         result = self.grader.grade_size(env, size, self.node.nodeid, rerun)
-        if result.status != "correct" and size.kind == "public" and not self.options.sealed \
-                and result.status in ("wrong", "error"):
+        codes = {f["code"] for f in result.flags}
+        if result.status in ("wrong", "error") and size.kind == "public" and not self.options.sealed \
+                and codes <= SHRINKABLE:
             smallest = self._shrink(env, size.dims, rerun)
             if smallest is not None and smallest != dict(size.dims):
                 result.flags.append({"size": result.id, "code": "smallest_failing_size",
                                      "detail": f"also fails at {smallest} (shrunk)"})
         self._record(result)
+        self._stop_if_final(codes)
         if result.status != "correct":
             pytest.fail(_summary(result), pytrace=False)
         return result
+
+    def _stop_if_final(self, codes) -> None:
+        """Stop the run (under xdist, this worker) after a failure no other size can change."""
+        for code in sorted(codes & set(STOPS_THE_GRADE)):
+            self.node.session.shouldstop = STOPS_THE_GRADE[code]
 
     def _shrink(self, env, dims, rerun):
         counter = itertools.count(10_000)
@@ -113,6 +128,7 @@ class GradeRunner:
             failure = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         summary = self._fuzz_summary(examples, rerun, failure)
         self._record(summary)
+        self._stop_if_final({f["code"] for f in summary.flags})
         if summary.status != "correct":
             pytest.fail(_summary(summary), pytrace=False)
         return summary
@@ -128,7 +144,9 @@ class GradeRunner:
                              removed_fatbins=min((r.removed_fatbins or 0 for r in examples), default=None),
                              device=self.grader.device.torch_name)
         summary.calls = sum(r.calls for r in examples)
-        for r in examples:
+        # The row's error is the reported example's when one failed, so that the table and its
+        # flag name the same figure; else the worst over the examples.
+        for r in [last] if last is not None and last.error is not None else examples:
             if r.error is not None:
                 summary.note_error(r.error, r.tolerance)
         for r in failed:

@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from pytest_nodus.sandbox import fatbin_removal, guard, harness, outputs, templates
+from pytest_nodus.sandbox import fatbin_removal, guard, harness, outputs, templates, tracebacks
 from pytest_nodus.sandbox.confine import confine, forget_project_root
 from pytest_nodus.sandbox.landlock import find_packages
 from pytest_nodus.shared import protocol
@@ -123,9 +123,7 @@ def main(argv=None) -> int:
         if args.role == "submission":
             prepare = None  # untimed set-up is for the grader's own files (baselines); a submission's work is all timed
     except BaseException as exc:  # noqa: BLE001  a syntax error is a grade, not a crash
-        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
-        protocol.send_reply(replies, {"ok": False, "isolation": isolation,
-                                       "error": {"type": type(exc).__name__, "message": f"{str(exc)[:300]}{where}"}})
+        protocol.send_reply(replies, {"ok": False, "isolation": isolation, "error": tracebacks.describe(exc)})
         return 0
     # Replies go through the module's attribute, looked up at each send: a submission that
     # rewrites it (tests/cheats/rmsnorm/forge_constant_time.py) must find it to rewrite.

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-import traceback
 
 import torch
 
-from pytest_nodus.sandbox import guard, outputs
+from pytest_nodus.sandbox import guard, outputs, tracebacks
 from pytest_nodus.sandbox.audit import KernelAudit
 from pytest_nodus.shared import protocol
 from pytest_nodus.shared.arena import arena_view
@@ -49,7 +48,7 @@ _event_record = torch.cuda.Event.record
 _event_elapsed = torch.cuda.Event.elapsed_time
 _event_sync = torch.cuda.Event.synchronize
 
-KERNEL_MODULE = "kernel_under_test"  # the name the kernel file is imported under
+KERNEL_MODULE = protocol.KERNEL_MODULE  # the name the kernel file is imported under
 
 
 class Harness:
@@ -98,8 +97,7 @@ class Harness:
             try:
                 args = self.prepare(*args)
             except BaseException as exc:  # noqa: BLE001
-                return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:300], "where": "prepare"},
-                        "flags": flags}
+                return {"ok": False, "error": tracebacks.describe(exc), "flags": flags}
         with self._allocating():
             guard.poison_free_memory(expected, self.device)
         if self.device.type == "cuda":
@@ -126,8 +124,7 @@ class Harness:
                 result = self.kernel(*args)
         except BaseException as exc:  # SystemExit, pytest outcomes, KeyboardInterrupt: all failures
             flags += self._escape_flags()
-            return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:300],
-                                           "where": _submission_frame(exc)}, "flags": flags}
+            return {"ok": False, "error": tracebacks.describe(exc), "flags": flags}
         if cuda:
             # Straight after the call, on its stream: where each output starts, then the flag.
             # What the grader snapshots then is the state at return (work left on other
@@ -198,7 +195,3 @@ class Harness:
             return [{"code": "output_changed_after_return", "detail": f"output(s) {changed} changed after the call returned"}]
         return []
 
-
-def _submission_frame(exc: BaseException) -> str:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(f"{KERNEL_MODULE}.py")]
-    return f"line {frames[-1].lineno}" if frames else ""

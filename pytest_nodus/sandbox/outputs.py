@@ -69,7 +69,7 @@ def normalise(result, expected, device: torch.device, input_spans):
             continue
         shape, dtype = expected[i]
         if tuple(out.shape) != shape:
-            flags.append({"code": "wrong_shape", "detail": f"output {i} has the wrong shape"})
+            flags.append({"code": "wrong_shape", "detail": f"output {i} has shape {tuple(out.shape)}, expected {shape}"})
         if out.dtype != dtype:
             flags.append({"code": "wrong_dtype", "detail": f"output {i} is {out.dtype}, expected {dtype}"})
         if out.device.type != device.type:

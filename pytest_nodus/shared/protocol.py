@@ -18,6 +18,8 @@ A call is three messages, so that only the call itself sits inside the grader's 
 The first message (``ARENA``) hands over the arena, the clock's event handle, the heap and
 the kernels to remove; its reply (the *hello*) is ``{"ok", "isolation", "pid",
 "removed_fatbins"}`` or ``{"ok": False, "error"}`` when the kernel file did not load.
+An ``error`` is ``{"type", "message", "frames"}``, ``frames`` the kernel file's lines of its
+traceback (``sandbox/tracebacks.py``), each ``{"line", "function", "text"}``.
 A reply holding ``HARNESS_ERROR`` means the harness itself failed.
 """
 
@@ -35,6 +37,11 @@ HARNESS_ERROR = "harness_error"
 TIME_KEYS = ("t_stream_ms", "t_call_ms")
 
 MAX_REPLY_BYTES = 1 << 20
+
+# The sandbox's copy of the kernel file, in its scratch: the name its tracebacks carry, which
+# the grader replaces with the author's file name.
+KERNEL_MODULE = "kernel_under_test"
+KERNEL_FILE = f"{KERNEL_MODULE}.py"
 
 
 class ProtocolError(Exception):

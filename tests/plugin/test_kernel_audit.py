@@ -33,7 +33,7 @@ def test_trusted_grade_waives_forbidden_kernels_and_nothing_else(grade):
     trusted = grade(CHEATS / "rmsnorm_audit" / "torch_rms_norm_fallback.py", "--nodus-trusted", suite=suite)
     assert trusted.document["trusted"] is True
     assert trusted.document["status"] == "correct", trusted.document["flags"]
-    assert trusted.document["reward"] > FLOOR
+    assert trusted.document["reward"] is None  # correct on the CPU: a check, no reward
     waived = [w for s in trusted.document["sizes"] for w in (s["waived_flags"] or [])]
     assert waived and {w["code"] for w in waived} == {"forbidden_op"}
     assert "TRUSTED" in trusted.text and "waived (trusted) forbidden_op" in trusted.text
