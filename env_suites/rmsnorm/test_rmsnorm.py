@@ -1,6 +1,6 @@
 """The rmsnorm grading suite: every public/hidden size is one test, plus fuzzed sizes.
 
-Run: pytest env_suites/rmsnorm --nodus-submission=PATH [--nodus-sealed=sealed_fixtures]
+Run: pytest env_suites/rmsnorm --nodus-submission=PATH [--nodus-sealed=DIR]
 """
 
 from env_suites.rmsnorm.environment import ENVIRONMENT

@@ -54,7 +54,8 @@ def recount(path: Path) -> list[str]:
                 lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} {code}: "
                              f"{'recorded, not raised now' if code in recorded else 'raised now, not recorded'}")
         per_rerun[size["rerun"]].append(entry)
-    rewards = [reward.paid(reward.verdict(per_rerun[n]), device_kind) for n in range(reruns)]
+    basis = grade.get("reward_basis", reward.SPEED_VS_EXPERT)  # schema < 2.2: every grade paid its speed
+    rewards = [reward.paid(reward.verdict(per_rerun[n]), basis) for n in range(reruns)]
     recorded = grade["reruns"]["rewards"]
     head = (f"{path.parent.name}/{path.stem:<32} {grade['status']:<8} rewards "
             + " ".join(_reward(r) for r in recorded) + " -> " + " ".join(_reward(r) for r in rewards))

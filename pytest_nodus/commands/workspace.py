@@ -1,35 +1,57 @@
 """Write the workspace an agent is given for an environment, and nothing sealed.
 
-    nodus-workspace rmsnorm DEST [--suites env_suites]
+    python -m pytest_nodus.workspace ENV DEST [--force]     (also: nodus-workspace ENV DEST)
 
-DEST gets the task card (``TASK.md``), the starting kernel as ``kernel.py``, the public
-sizes and size domains (``public_sizes.json``), and ``check.sh``, the local check: the
-public suite run against ``kernel.py`` by the grader installed on the machine
-(``NODUS_ENV_SUITES`` points at its ``env_suites``). Hidden sizes, the expert, the
-expert-reviewed solution and any seed stay with the grader; ``tests/test_workspace.py``
-proves none of them appears in what is written.
+ENV is an environment this installation carries: the ``pytest_nodus.environments`` entry
+points, each the public part of one environment (``env_suites/<env>``: declaration, suite,
+task card, starting kernel). DEST gets
+
+- ``TASK.md``, the task card;
+- ``kernel.py``, the starting kernel, for the agent to edit;
+- ``public_sizes.json``, the public sizes and the domain fuzzed sizes are drawn from;
+- ``check.sh``, the local check: the environment's suite, installed with the package, run on
+  ``kernel.py`` at the public and fuzzed sizes and timed against the starting kernel
+  (``--nodus-against=starting_kernel``), by the Python that wrote the workspace. It needs no
+  checkout and no environment variable, and writes nothing into DEST.
+
+Nothing sealed is within reach: hidden sizes, experts and solutions are not in the package
+(``pyproject.toml``), and none of them is written here. A DEST that holds anything is refused
+unless ``--force``, which writes the four files again (``kernel.py`` too).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import importlib.metadata
 import json
+import shlex
 import shutil
 import sys
 from pathlib import Path
 
 from pytest_nodus.grader.environment import Choice, IntRange
 
+GROUP = "pytest_nodus.environments"
+FILES = ("TASK.md", "kernel.py", "public_sizes.json", "check.sh")
+
 CHECK = """#!/usr/bin/env bash
-# Local check: the public sizes and fuzzed sizes of '{env}', graded against kernel.py.
-# Hidden sizes are graded only by the sealed grader. Extra arguments go to pytest
-# (e.g. --nodus-device=cpu, --nodus-seed=SEED to replay a run).
+# The local check of '{env}': kernel.py graded on the public and fuzzed sizes, timed against
+# the starting kernel. Hidden sizes and the expert are the sealed grader's alone.
+# Extra arguments go to pytest: --nodus-device=cpu, --nodus-seed=SEED (replay a run), -k public.
+# No cache of pytest's (nor pytest-benchmark's, where installed) lands in the workspace.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-suites="${{NODUS_ENV_SUITES:?set NODUS_ENV_SUITES to the env_suites directory of the grader installation}}"
-exec python3 -m pytest "$suites/{env}" -p no:cacheprovider --nodus-submission="$here/kernel.py" "$@"
+exec {python} -m pytest --pyargs {suite} -p no:cacheprovider -p no:benchmark --rootdir="$here" \\
+    --nodus-submission="$here/kernel.py" --nodus-against=starting_kernel "$@"
 """
+
+
+class WorkspaceError(Exception):
+    """What the command refuses, in one line."""
+
+
+def environments() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=GROUP)}
 
 
 def _domain(domain) -> dict:
@@ -39,14 +61,21 @@ def _domain(domain) -> dict:
             described[name] = {"low": dim.low, "high": dim.high}
         elif isinstance(dim, Choice):
             described[name] = {"values": list(dim.values)}
+    if domain.constraint_text:
+        described["constraint"] = domain.constraint_text
     return described
 
 
-def write(env_name: str, dest: Path, suites: Path) -> list[Path]:
-    folder = Path(suites) / env_name
-    sys.path.insert(0, str(Path(suites).resolve().parent))
-    env = importlib.import_module(f"{Path(suites).name}.{env_name}.environment").ENVIRONMENT
+def write(env_name: str, dest: Path, force: bool = False) -> list[Path]:
+    known = environments()
+    if env_name not in known:
+        raise WorkspaceError(f"no environment '{env_name}' is installed (installed: {', '.join(sorted(known)) or 'none'})")
+    entry = known[env_name]
+    env = entry.load()
+    folder = Path(sys.modules[entry.module].__file__).parent
     dest = Path(dest)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())) and not force:
+        raise WorkspaceError(f"{dest} is not empty: an agent's kernel.py may be there (--force writes over it)")
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(folder / "TASK.md", dest / "TASK.md")
     shutil.copyfile(folder / "starting_kernel.py", dest / "kernel.py")
@@ -57,20 +86,23 @@ def write(env_name: str, dest: Path, suites: Path) -> list[Path]:
     }
     (dest / "public_sizes.json").write_text(json.dumps(sizes, indent=2) + "\n")
     check = dest / "check.sh"
-    check.write_text(CHECK.format(env=env.name))
+    check.write_text(CHECK.format(env=env.name, python=shlex.quote(sys.executable),
+                                  suite=entry.module.rsplit(".", 1)[0]))
     check.chmod(0o755)
-    return sorted(dest.iterdir())
+    return [dest / name for name in FILES]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="nodus-workspace", description=__doc__.split("\n")[0])
-    parser.add_argument("environment")
+    parser.add_argument("environment", help=f"one of: {', '.join(sorted(environments()))}")
     parser.add_argument("dest", type=Path)
-    parser.add_argument("--suites", type=Path, default=Path("env_suites"))
+    parser.add_argument("--force", action="store_true", help="write over a workspace that exists")
     args = parser.parse_args(argv)
-    if not (args.suites / args.environment / "environment.py").is_file():
-        parser.error(f"no environment '{args.environment}' under {args.suites}")
-    for path in write(args.environment, args.dest, args.suites):
+    try:
+        written = write(args.environment, args.dest, args.force)
+    except WorkspaceError as exc:
+        parser.error(str(exc))
+    for path in written:
         print(path)
     return 0
 

@@ -52,6 +52,7 @@ MEANING = {
     "fuzz_failed": "a drawn size failed", "grader_out_of_memory": "the grader ran out of memory",
     "gpu_busy": "the GPU was held by another grade for too long",
     "gpu_contended": "another process kept the GPU busy while calls were timed", "timeout": "a call did not finish in time",
+    "smallest_failing_size": "a smaller size fails too",
 }
 _UNKNOWN = "the grader flagged this size"
 _PUBLIC_FIELDS = ("status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms", "speedup")

@@ -5,6 +5,7 @@ A bad option is one ``ERROR:`` line (``pytest.UsageError``), before anything is 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,9 @@ AGENT_REPORT_HELP = ("Also write the agent-facing report (JSON): what an RL pipe
                      "dims, no throughput or claimed time, no text the submission wrote.")
 FAIL_FAST_HELP = ("Stop at the first size that is not correct (pytest's --maxfail=1): the reward is the floor "
                   "from then on, so the rest would only cost time. The grade counts what it skipped in not_graded.")
+AGAINST_HELP = ("What the submission is timed against: expert (default), or starting_kernel, the environment's "
+                "own starting kernel, for a local check where the grader's experts are not installed (an agent's "
+                "workspace): a speedup, never a reward. Not with --nodus-sealed.")
 TRUSTED_HELP = ("Calibration only: the submission is trusted code (the expert graded against itself). "
                 "Kernels the environment forbids are recorded as waived instead of flagged, and the "
                 "libraries and kernels it keeps out of submissions are left in; every other check still applies. Never for an agent's submission.")
@@ -42,7 +46,12 @@ def pytest_addoption(parser):
     group.addoption("--nodus-gpu-wait", metavar="SECONDS", help=GPU_WAIT_HELP)
     group.addoption("--nodus-baselines", action="store_true", default=False, help=BASELINES_HELP)
     group.addoption("--nodus-trusted", action="store_true", default=False, help=TRUSTED_HELP)
+    group.addoption("--nodus-against", metavar="KERNEL", default="expert", help=AGAINST_HELP)
     group.addoption("--nodus-fail-fast", action="store_true", default=False, help=FAIL_FAST_HELP)
+
+
+# What a submission can be timed against (--nodus-against).
+AGAINST = ("expert", "starting_kernel")
 
 
 class Options:
@@ -61,6 +70,7 @@ class Options:
         self.baselines = bool(get("nodus_baselines"))
         self.trusted = bool(get("nodus_trusted"))
         self.fail_fast = bool(get("nodus_fail_fast"))
+        self.against = get("nodus_against")
         self.seed = None if get("nodus_seed") is None else _non_negative_int(get("nodus_seed"), "--nodus-seed")
         if self.submission is not None and not self.submission.is_file():
             raise pytest.UsageError(f"pytest-nodus: --nodus-submission {self.submission}: no such file")
@@ -69,6 +79,10 @@ class Options:
         if self.sealed_dir is not None and self.seed is not None:
             raise pytest.UsageError("pytest-nodus: --nodus-seed cannot be used with --nodus-sealed "
                                     "(a sealed grade draws a fresh secret seed)")
+        if self.against not in AGAINST:
+            raise pytest.UsageError(f"pytest-nodus: --nodus-against must be {' or '.join(AGAINST)}, not {self.against!r}")
+        if self.against != "expert" and self.sealed_dir is not None:
+            raise pytest.UsageError("pytest-nodus: a sealed grade is timed against the expert (--nodus-against)")
         if self.device_request not in ("auto", "cpu", "cuda"):
             raise pytest.UsageError(f"pytest-nodus: --nodus-device must be auto, cpu or cuda, not {self.device_request!r}")
         for option, path in (("--nodus-json", self.json_path), ("--nodus-agent-report", self.agent_report_path)):
@@ -81,12 +95,22 @@ class Options:
 
     @property
     def hypothesis_database(self):
-        # Sealed grades leave nothing behind; local runs keep Hypothesis's failure database.
+        """Sealed grades keep no database. Local runs keep Hypothesis's failures in the user's
+        cache; so does everything else Hypothesis stores: never in the directory the check runs
+        from, which may be an agent's workspace."""
+        from hypothesis.configuration import set_hypothesis_home_dir
+
+        set_hypothesis_home_dir(str(user_cache() / "hypothesis"))
         if self.sealed:
             return None
         from hypothesis.database import DirectoryBasedExampleDatabase
 
-        return DirectoryBasedExampleDatabase(".hypothesis/examples")
+        return DirectoryBasedExampleDatabase(str(user_cache() / "hypothesis" / "examples"))
+
+
+def user_cache() -> Path:
+    """pytest-nodus's folder of the user's cache (compile caches, Hypothesis's database)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-nodus"
 
 
 def _positive_int(value, option) -> int:

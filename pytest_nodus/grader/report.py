@@ -34,8 +34,8 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         reached = reward.worst(v.status for v, rs in zip(verdicts, per_rerun) if rs)
         verdicts = [v if rs else reward.Verdict(reached, reward.FLOOR, None) for v, rs in zip(verdicts, per_rerun)]
     status = reward.worst(v.status for v in verdicts)
-    kind = meta["device"]["kind"]
-    rewards = [reward.paid(v, kind) for v in verdicts]
+    basis = reward.basis(meta["device"]["kind"], meta.get("against", "expert"))
+    rewards = [reward.paid(v, basis) for v in verdicts]
     speedups = [v.speedup for v in verdicts if v.speedup]
     env = next((r["env"] for r in results if r.get("env")), meta.get("env") or {"name": None, "version": None})
     isolations = [r["isolation"] for r in results if r.get("isolation")]
@@ -58,7 +58,7 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         "removed_fatbins": min((r.get("removed_fatbins") or 0 for r in results if r.get("isolation")), default=0),
         "status": status,
         "reward": _median(rewards) if status == "correct" else reward.FLOOR,
-        "reward_basis": reward.basis(kind),
+        "reward_basis": basis,
         "speedup": statistics.median(speedups) if speedups else None,
         "flags": flags,
         "sizes": [{k: r.get(k) for k in _SIZE_FIELDS} for r in sorted(results, key=_size_order)],
@@ -125,8 +125,16 @@ def spread_text(median: float | None, iqr: float | None) -> str:
     return f" ±{100 * iqr / median:.0f}%"
 
 
-CPU_NOTE = ("CPU check: correctness on every size; the times compare the Triton interpreter with compiled torch "
-            "and rank nothing on a GPU, so a correct CPU grade has no reward")
+NOTES = {
+    reward.CPU_CHECK: "CPU check: correctness on every size; the times compare the Triton interpreter with compiled "
+                      "torch and rank nothing on a GPU, so a correct CPU grade has no reward",
+    reward.VS_STARTING_KERNEL: "local check: timed against the environment's starting kernel (t_start), run the "
+                               "same way; the speedup says how far the kernel has come and pays nothing",
+}
+SUMMARIES = {
+    reward.CPU_CHECK: "correct: CPU check passed on every size, no reward (CPU speedup {speedup}, context only)",
+    reward.VS_STARTING_KERNEL: "correct on every size: {speedup} the starting kernel's speed (local check, no reward)",
+}
 
 
 def _row_name(s: dict, reruns: int) -> str:
@@ -144,13 +152,14 @@ def terminal_lines(document: dict) -> list[str]:
         header += f" | {document['removed_fatbins']} torch kernel fatbins removed"
     if document.get("trusted"):
         header += " | TRUSTED: forbidden kernels waived (calibration, never an agent's grade)"
-    cpu = document.get("reward_basis") == reward.CPU_CHECK
-    lines = [header] + ([CPU_NOTE] if cpu else [])
+    basis = document.get("reward_basis", reward.SPEED_VS_EXPERT)
+    lines = [header] + ([NOTES[basis]] if basis in NOTES else [])
+    other = "t_start ms" if basis == reward.VS_STARTING_KERNEL else "t_exp ms"
     reruns = document["reruns"]["count"]
     names = [_row_name(s, reruns) for s in document["sizes"]]
     width = max([len("size"), *map(len, names)])  # whole ids: a cut id hides the dims that tell sizes apart
     lines.append(f"{'size':<{width}} {'kind':<6} {'status':<8} {'error/tolerance':>17} {'t_sub ms':>15} "
-                 f"{'t_exp ms':>15} {'speedup':>9} {'throughput':>11}")
+                 f"{other:>15} {'speedup':>9} {'throughput':>11}")
     for name, s in zip(names, document["sizes"]):
         error = f"{_fmt(s['error'], '.2e')}/{_fmt(s['tolerance'], '.1e')}"
         t_sub = _fmt(s["t_submission_ms"], ".4g") + spread_text(s["t_submission_ms"], s.get("t_submission_iqr_ms"))
@@ -180,8 +189,7 @@ def terminal_lines(document: dict) -> list[str]:
         lines.append(f"reruns {reruns}: statuses {', '.join(r['statuses'])}")
     speed = f", speedup {speedup_text(document['speedup'])} (geometric mean over timed sizes)" if document["speedup"] else ""
     if document["reward"] is None:
-        lines.append(f"correct: CPU check passed on every size, no reward (CPU speedup {speedup_text(document['speedup'])}, "
-                     "context only)")
+        lines.append(SUMMARIES[basis].format(speedup=speedup_text(document["speedup"])))
     else:
         lines.append(f"reward {document['reward']:.4f} (status {document['status']}{speed})")
     return lines

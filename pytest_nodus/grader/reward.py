@@ -63,15 +63,21 @@ class Verdict:
 # What the reward of a grade is based on (the JSON's ``reward_basis``).
 SPEED_VS_EXPERT = "speed_vs_expert"
 CPU_CHECK = "cpu_check"
+# A local check timed against the environment's starting kernel (--nodus-against), where the
+# grader's experts are not installed: its speedup says how far the author has come, and pays nothing.
+VS_STARTING_KERNEL = "vs_starting_kernel"
 
 
-def basis(device_kind: str) -> str:
+def basis(device_kind: str, against: str = "expert") -> str:
+    if against == "starting_kernel":
+        return VS_STARTING_KERNEL
     return CPU_CHECK if device_kind == "cpu" else SPEED_VS_EXPERT
 
 
-def paid(v: Verdict, device_kind: str) -> float | None:
-    """The reward a pipeline may pay: the verdict's, except a correct CPU grade's (None)."""
-    return None if v.status == "correct" and basis(device_kind) == CPU_CHECK else v.reward
+def paid(v: Verdict, reward_basis: str) -> float | None:
+    """The reward a pipeline may pay: the verdict's, except that a correct grade on another
+    basis than the speed against the expert on a GPU has none."""
+    return None if v.status == "correct" and reward_basis != SPEED_VS_EXPERT else v.reward
 
 
 def verdict(size_results) -> Verdict:

@@ -26,6 +26,8 @@ class SandboxPool:
         self.expert_cache = expert_cache  # persistent compile caches of the trusted files
         self.trusted = trusted
         self.planned_dims: dict[str, list] = {}  # env name -> dims of every timed size
+        # env name -> the file timed in the expert's place (--nodus-against=starting_kernel)
+        self.yardsticks: dict[str, Path] = {}
         self._sandboxes: dict[tuple[str, str], Sandbox] = {}
         self._placers: dict[tuple[str, str], inputs.ArenaPlacer] = {}  # one per sandbox, over its arena
         self._load_failures: dict[tuple[str, str], SandboxFailure] = {}
@@ -90,7 +92,7 @@ class SandboxPool:
         if role == "submission":
             path = self.submission
         elif role == "expert":
-            path = profile.expert
+            path = self.yardsticks.get(env.name, profile.expert)
         else:
             path = profile.baselines.get(role.split(":", 1)[1])
         if path is None:

@@ -19,7 +19,6 @@ Nothing here imports torch until a grade is actually requested.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -80,7 +79,9 @@ class NodusSession:
         if self.grader is None:
             from pytest_nodus.grader.grading import Grader
 
-            cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pytest-nodus" / "expert"
+            from pytest_nodus.grader.options import user_cache
+
+            cache = user_cache() / "expert"
             self.grader = Grader(self.options.submission, self.device_choice(), self.grade_seed, expert_cache=cache,
                                  baselines=self.options.baselines, trusted=self.options.trusted,
                                  fail_fast=self.options.fail_fast)
@@ -117,6 +118,10 @@ class NodusSession:
                 except ValueError as exc:
                     # Raised from collection_modifyitems: pytest then prints one ERROR line.
                     self.usage_errors.append(f"pytest-nodus: {exc}")
+            if self.options.against == "expert" and kind in env.profiles and not env.profile(kind).expert.is_file():
+                self.usage_errors.append(f"pytest-nodus: the expert of '{env.name}' is not installed here (it ships "
+                                         "with the grader, not with the public package); a local check times "
+                                         "against the starting kernel: --nodus-against=starting_kernel")
             sizes = sizes_to_grade(env, kind, hidden)
             self.planned_dims[env.name] = [s.dims for s in sizes]
             metafunc.parametrize("nodus_size", sizes, ids=[s.id for s in sizes])
@@ -189,6 +194,7 @@ class NodusSession:
             "device": {"kind": device.kind, "name": device.name, "description": device.describe()},
             "sealed": self.options.sealed,
             "trusted": self.options.trusted,
+            "against": self.options.against,
             "seed": None if self.options.sealed else self.grade_seed,
             "wall_s": round(time.monotonic() - self.started, 3),
             "not_graded": not_graded,
