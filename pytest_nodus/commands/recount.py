@@ -4,8 +4,8 @@ Every timed size of a grade keeps each call's three readings (``timed_calls``: t
 ``t_stream`` and ``t_call``, the grader's window). Counting them is pure arithmetic
 (:func:`pytest_nodus.grader.timing.summarise`, the function the grader itself calls), so a change
 to the timing rules can be read against real GPU grades without re-running them: this
-prints, per grade, each rerun's reward as recorded and as counted now, and every size whose
-time moved by more than 1%.
+prints, per grade, each rerun's reward and speedup as recorded and as counted now, and every
+size whose time moved by more than 1%.
 
     nodus-recount GRADE.json...
 
@@ -55,14 +55,17 @@ def recount(path: Path) -> list[str]:
                              f"{'recorded, not raised now' if code in recorded else 'raised now, not recorded'}")
         per_rerun[size["rerun"]].append(entry)
     basis = grade.get("reward_basis", reward.SPEED_VS_EXPERT)  # schema < 2.2: every grade paid its speed
-    rewards = [reward.paid(reward.verdict(per_rerun[n]), basis) for n in range(reruns)]
-    recorded = grade["reruns"]["rewards"]
+    verdicts = [reward.verdict(per_rerun[n]) for n in range(reruns)]
+    rewards = [reward.paid(v, basis) for v in verdicts]
     head = (f"{path.parent.name}/{path.stem:<32} {grade['status']:<8} rewards "
-            + " ".join(_reward(r) for r in recorded) + " -> " + " ".join(_reward(r) for r in rewards))
+            + " ".join(_figure(r) for r in grade["reruns"]["rewards"]) + " -> " + " ".join(_figure(r) for r in rewards))
+    if "speedups" in grade["reruns"]:  # schema 1.1 on; the only figure of a grade that pays nothing
+        head += ("  speedups " + " ".join(_figure(r) for r in grade["reruns"]["speedups"]) + " -> "
+                 + " ".join(_figure(v.speedup) for v in verdicts))
     return [head] + lines
 
 
-def _reward(value: float | None) -> str:
+def _figure(value: float | None) -> str:
     return "none" if value is None else f"{value:.3f}"
 
 

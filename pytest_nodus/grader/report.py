@@ -115,7 +115,10 @@ def throughput_text(value: float | None, unit: str) -> str:
 
 
 def speedup_text(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3g}x"
+    if value is None:
+        return "-"
+    text = f"{value:#.3g}"  # three significant digits, trailing zeros kept ("1.00x")
+    return f"{text.rstrip('.')}x"
 
 
 def spread_text(median: float | None, iqr: float | None) -> str:

@@ -51,6 +51,7 @@ class NodusSession:
         self.results: list[dict] = []
         self.usage_errors: list[str] = []
         self.planned_dims: dict[str, list] = {}
+        self.yardsticks: dict[str, Path] = {}  # --nodus-against=starting_kernel: env name -> its starting kernel
         # Graded tests by node id -> (size id, rerun), as their setup reports name them
         # (GRADED_PROPERTY), so a test whose worker died mid-test still counts.
         self.expected: dict[str, tuple[str, int]] = {}
@@ -86,6 +87,7 @@ class NodusSession:
                                  baselines=self.options.baselines, trusted=self.options.trusted,
                                  fail_fast=self.options.fail_fast)
             self.grader.pool.planned_dims = self.planned_dims  # sizes every arena must hold
+            self.grader.pool.yardsticks = self.yardsticks
         return self.grader
 
     # -- pytest hooks ---------------------------------------------------------------------
@@ -122,6 +124,12 @@ class NodusSession:
                 self.usage_errors.append(f"pytest-nodus: the expert of '{env.name}' is not installed here (it ships "
                                          "with the grader, not with the public package); a local check times "
                                          "against the starting kernel: --nodus-against=starting_kernel")
+            if self.options.against == "starting_kernel":
+                # An environment's folder holds its starting kernel beside its suite (README: adding an environment).
+                starting = metafunc.definition.path.parent / "starting_kernel.py"
+                if not starting.is_file():
+                    self.usage_errors.append(f"pytest-nodus: '{env.name}' has no starting kernel ({starting})")
+                self.yardsticks[env.name] = starting
             sizes = sizes_to_grade(env, kind, hidden)
             self.planned_dims[env.name] = [s.dims for s in sizes]
             metafunc.parametrize("nodus_size", sizes, ids=[s.id for s in sizes])

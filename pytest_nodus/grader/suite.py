@@ -69,9 +69,6 @@ class GradeRunner:
         self.node.user_properties.append((RESULT_PROPERTY, result.as_json()))
 
     def grade_size(self, env, size, rerun: int) -> SizeResult:
-        if self.options.against == "starting_kernel":
-            # An environment's folder holds its starting kernel beside its suite (README: adding an environment).
-            self.grader.pool.yardsticks[env.name] = self.node.path.parent / "starting_kernel.py"
         result = self.grader.grade_size(env, size, self.node.nodeid, rerun)
         codes = {f["code"] for f in result.flags}
         if result.status in ("wrong", "error") and size.kind == "public" and not self.options.sealed \

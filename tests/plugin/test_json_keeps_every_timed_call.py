@@ -52,8 +52,10 @@ def test_a_grade_counted_again_from_its_json_gives_its_rewards(grade, tmp_path):
     path.write_text(json.dumps(document))
     out = subprocess.run([sys.executable, "-m", "pytest_nodus.commands.recount", str(path)],
                          capture_output=True, text=True, check=True).stdout
-    recorded, counted = out.splitlines()[0].split("rewards ")[1].split("  (")[0].split(" -> ")
-    assert recorded.split() == [f"{r:.3f}" for r in document["reruns"]["rewards"]]
+    head = out.splitlines()[0]
+    recorded, counted = head.split("speedups ")[1].split(" -> ")
+    assert recorded.split() == [f"{r:.3f}" for r in document["reruns"]["speedups"]]
     assert counted == recorded, out
+    assert head.split("rewards ")[1].split("  speedups")[0] == "none none -> none none"  # a CPU check pays nothing
     assert len(out.splitlines()) == 1, out  # no size moved
 

@@ -24,6 +24,10 @@ def run(pytester, *args):
     ([f"--nodus-submission={SOLUTION}", "--nodus-sealed=sealed_fixtures", "--nodus-seed=3"],
      "pytest-nodus: --nodus-seed cannot be used with --nodus-sealed*"),
     ([], "pytest-nodus: grading an environment needs --nodus-submission=PATH"),
+    ([f"--nodus-submission={SOLUTION}", "--nodus-against=solution"],
+     "pytest-nodus: --nodus-against must be expert or starting_kernel, not 'solution'"),
+    ([f"--nodus-submission={SOLUTION}", "--nodus-sealed=sealed_fixtures", "--nodus-against=starting_kernel"],
+     "pytest-nodus: a sealed grade is timed against the expert (--nodus-against)"),
 ])
 def test_bad_options_get_one_line(pytester, args, message):
     result = run(pytester, *[a.replace("sealed_fixtures", str(REPO / "sealed_fixtures")) for a in args])
@@ -37,3 +41,19 @@ def test_sealed_dir_without_this_environment(pytester, tmp_path):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: pytest-nodus: no hidden sizes for environment 'rmsnorm': *rmsnorm.json does not exist"])
 
+
+
+def test_a_missing_expert_names_the_local_check(pytester, tmp_path):
+    """Where the grader's experts are not installed (the public package), a grade against the
+    expert is refused in one line that names the local check's option."""
+    suite = tmp_path / "suite_no_expert.py"
+    suite.write_text("from pathlib import Path\n"
+                     "from env_suites.rmsnorm.environment import ENVIRONMENT\n"
+                     "from pytest_nodus import EnvironmentSuite\n\n"
+                     "class TestNoExpert(EnvironmentSuite):\n"
+                     "    environment = ENVIRONMENT.derive('rmsnorm', expert=Path('/no/such/expert.py'))\n")
+    result = pytester.runpytest_subprocess(str(suite), f"--rootdir={REPO}", "-p", "no:cacheprovider",
+                                           f"--nodus-submission={SOLUTION}", "--nodus-device=cpu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-nodus: the expert of 'rmsnorm' is not installed here*"
+                                 "--nodus-against=starting_kernel"])
