@@ -44,14 +44,14 @@ def recount(path: Path) -> list[str]:
             entry["speedup"] = speedup
             old = size["t_submission_ms"]
             if _moved(old, summary.submission_ms) or _moved(size["t_expert_ms"], summary.expert.median):
-                lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} sub {old:.4f} -> {summary.submission_ms:.4f} ms, "
+                lines.append(f"   {size['id']:<24} r{size['rerun']} sub {old:.4f} -> {summary.submission_ms:.4f} ms, "
                              f"expert {size['t_expert_ms']:.4f} -> {summary.expert.median:.4f} ms, "
                              f"x{size['speedup']:.3f} -> x{speedup:.3f}")
             recorded = {f["code"] for f in grade["flags"] if f["size"] == size["id"] and f["rerun"] == size["rerun"]}
             now = {code for code, _ in summary.flags}
             claims_recorded = any(c.claimed for c in times["submission"])
             for code in (({"forged_time", "pending_work"} & recorded) ^ now) if claims_recorded else ():
-                lines.append(f"   {size['id'][:24]:<24} r{size['rerun']} {code}: "
+                lines.append(f"   {size['id']:<24} r{size['rerun']} {code}: "
                              f"{'recorded, not raised now' if code in recorded else 'raised now, not recorded'}")
         per_rerun[size["rerun"]].append(entry)
     basis = grade.get("reward_basis", reward.SPEED_VS_EXPERT)  # schema < 2.2: every grade paid its speed

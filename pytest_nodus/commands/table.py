@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from pytest_nodus.grader.report import speedup_text, throughput_text
+
 
 def main(paths=None):
     paths = sys.argv[1:] if paths is None else paths
@@ -38,8 +40,9 @@ def main(paths=None):
             baselines = "".join(f" | {k} {v:.4f} ms" for k, v in (s.get("t_baselines_ms") or {}).items())
             clock = s.get("t_submission_grader_ms")  # schema 1.3: the grader's own clock
             clock = f" clk {clock:.4f}" if clock is not None else ""
-            print(f"   {s['id'][:24]:<24} r{s['rerun']} sub {s['t_submission_ms']:.4f} ms{clock} exp {s['t_expert_ms']:.4f} ms "
-                  f"x{s['speedup']:.3f} {s['throughput'] or 0:.0f} {s['throughput_unit']} err {s['error']:.2e}{baselines}")
+            print(f"   {s['id']:<24} r{s['rerun']} sub {s['t_submission_ms']:.4f} ms{clock} exp {s['t_expert_ms']:.4f} ms "
+                  f"{speedup_text(s['speedup'])} {throughput_text(s['throughput'], s['throughput_unit'] or 'GB/s')} "
+                  f"err {s['error']:.2e}{baselines}")
 
 
 if __name__ == "__main__":
