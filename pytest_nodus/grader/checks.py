@@ -40,7 +40,8 @@ from pytest_nodus.grader import kernel_errors
 from pytest_nodus.grader.correctness import check_outputs
 from pytest_nodus.grader.processes import descendants, ended_orphans, living, stray_processes
 from pytest_nodus.grader.results import SizeResult
-from pytest_nodus.grader.sandbox_process import Reading, SandboxFailure
+from pytest_nodus.grader.reading import Reading
+from pytest_nodus.grader.sandbox_process import SandboxFailure
 from pytest_nodus.shared import protocol
 from pytest_nodus.shared.bits import same_bits
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import checks, devices, idle_work, inputs, timing
+from pytest_nodus.grader import checks, devices, idle_work, inputs, phases, size_times, timing
 from pytest_nodus.grader.cgroup import frozen
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
@@ -83,6 +83,11 @@ class Grader:
     def _call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
               timed: bool):
         """One verified call. Returns (CallTimes, references) or raises SandboxFailure."""
+        with phases.remainder(result.phases, "verification", ("calls", "reference", "rest")):
+            return self._verified_call(env, sandbox, dims, fresh, references, result, role, timed)
+
+    def _verified_call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
+                       timed: bool):
         timeout = self._timeout(env)
         first_call = (sandbox.process.pid, tuple(sorted(dims.items())))  # a restarted sandbox compiles again
         if role != "submission" and first_call not in self._warmed:
@@ -98,7 +103,7 @@ class Grader:
         if submission:
             self._idle_check(sandbox, result)
         # The other sandboxes stand still meanwhile: none can slow this call, on the CPU or the GPU.
-        with frozen(s.cgroup for s in self.pool.all() if s is not sandbox):
+        with frozen(s.cgroup for s in self.pool.all() if s is not sandbox), phases.timed(result.phases, "calls"):
             reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
                                    slot.receipts, timeout)
         if submission and timed:
@@ -116,7 +121,8 @@ class Grader:
         if (raised := checks.raised(reading, sandbox.kernel_path)) is not None:
             raise SandboxFailure("error", "raised", f"the kernel raised {raised}")
         if references is None:
-            references = env.reference(fresh)
+            with phases.timed(result.phases, "reference"):
+                references = env.reference(fresh)
         for name in checks.mutated_inputs(slot, fresh):
             if baseline:
                 raise SandboxFailure("error", "baseline_failed", f"changed input '{name}'")
@@ -140,7 +146,8 @@ class Grader:
         t_stream, t_call = checks.times(reading)
         self._warmed.add(first_call)
         if submission:
-            self._rest(sandbox, result, timed)
+            with phases.timed(result.phases, "rest"):
+                self._rest(sandbox, result, timed)
         return timing.CallTimes(t_stream, t_call, reading.window_ms, reading.contended_ns, reading.window_parts), references
 
     def _rest(self, sandbox: Sandbox, result: SizeResult, timed: bool) -> None:
@@ -195,7 +202,7 @@ class Grader:
         if self._settled(result):
             return result
         try:
-            submission = self.pool.get(env, "submission", size.dims)
+            submission = self.pool.get(env, "submission", size.dims, result.phases)
         except SandboxFailure as failure:
             self._note_start_failure(failure)
             result.flag(failure.code, failure.detail)
@@ -217,7 +224,8 @@ class Grader:
                 round_number, rounds_left, contended = 0, plan.warmup + plan.timed, 0
                 while rounds_left:
                     seed = inputs.call_seed(self.grade_seed, label, round_number)
-                    fresh = inputs.make_inputs(env, size.dims, seed, self.torch_device)
+                    with phases.timed(result.phases, "inputs"):
+                        fresh = inputs.make_inputs(env, size.dims, seed, self.torch_device)
                     references = None
                     roles = ("submission", "expert") if round_number % 2 == 0 else ("expert", "submission")
                     timed = round_number >= plan.warmup
@@ -268,7 +276,8 @@ class Grader:
                             times[role].append(call)
                 self._idle_check(submission, result)
                 for role in ("expert", "submission"):
-                    reply = sandboxes[role].finish(self._timeout(env))
+                    with phases.timed(result.phases, "finish"):
+                        reply = sandboxes[role].finish(self._timeout(env))
                     if role == "submission":
                         checks.finished(env, self.trusted, reply, result)
                         submission.rest()
@@ -277,7 +286,7 @@ class Grader:
                 if failure.status == "timeout":
                     self._hung = failure
                 return result
-        self._summarise_times(env, size, times, result)
+        size_times.record(result, env, size, times, self.device, self.trusted)
         self._release_memory()
         return result
 
@@ -296,7 +305,7 @@ class Grader:
 
     def _start_expert(self, env: Environment, size: Size, sandboxes: dict, result: SizeResult) -> bool:
         try:
-            sandboxes["expert"] = self.pool.get(env, "expert", size.dims)
+            sandboxes["expert"] = self.pool.get(env, "expert", size.dims, result.phases)
         except SandboxFailure as failure:
             result.flag("expert_failed", f"the expert did not start: {failure}")
             return False
@@ -318,7 +327,7 @@ class Grader:
                 self._baseline_failed(result, name, "failed at an earlier size of this grade")
                 continue
             try:
-                started[f"baseline:{name}"] = self.pool.get(env, f"baseline:{name}", size.dims)
+                started[f"baseline:{name}"] = self.pool.get(env, f"baseline:{name}", size.dims, result.phases)
             except SandboxFailure as failure:
                 self._baseline_failed(result, name, f"did not start: {failure}")
         return started
@@ -327,34 +336,6 @@ class Grader:
         # A baseline that hangs would otherwise cost a full call time limit at every size.
         self._failed_baselines.add(name)
         result.baseline_notes = {**(result.baseline_notes or {}), name: result.public_text(why)[:200]}
-
-    def _summarise_times(self, env, size, times, result: SizeResult) -> None:
-        # The submission's claims are read, never recorded: their digits are the submission's to
-        # choose. A trusted submission's (the grader's own expert) carry nothing and are kept.
-        hide = not self.trusted
-        result.timed_calls = {role: [(c.unclaimed() if role == "submission" and hide else c).as_json() for c in calls]
-                              for role, calls in times.items()}
-        summary = timing.summarise(times, self.device.kind)
-        for code, reason in summary.flags:
-            result.flag(code, reason)
-        result.t_expert_ms, result.t_expert_iqr_ms = summary.expert.median, summary.expert.iqr
-        result.t_submission_ms, result.t_submission_iqr_ms = summary.submission.median, summary.submission.iqr
-        result.t_submission_grader_ms = result.t_submission_ms
-        result.overhead_ms, result.submission_overhead_ms = summary.overhead_ms, summary.submission_overhead_ms
-        if result.t_submission_ms is None:
-            # A correct size without a time would drop out of the reward's mean.
-            result.flag("no_result", "the grader's clock timed none of the submission's calls at this size")
-        result.t_baselines_ms = summary.baselines_ms or None
-        if result.t_submission_ms and result.t_expert_ms:
-            result.speedup = result.t_expert_ms / result.t_submission_ms
-            result.throughput = env.cost.throughput(size.dims, result.t_submission_ms)
-        if self.device.kind != "cuda":
-            return  # CPU times are reported and held to the grader's clock; no floor
-        peaks = self.device.peaks
-        if peaks is not None:
-            floor = devices.FLOOR_FRACTION * env.cost.floor_ms(size.dims, peaks.bytes_per_s, peaks.flops_per_s)
-            if (reason := timing.floor_flag(result.t_submission_ms, floor)) is not None:
-                result.flag("below_physical_floor", reason)
 
     def check_fuzzed(self, env: Environment, dims: dict, label: str, example: int, rerun: int = 0) -> SizeResult:
         """One verified call of the submission alone at a Hypothesis-drawn size.
@@ -369,16 +350,19 @@ class Grader:
             return result
         try:
             try:
-                submission = self.pool.get(env, "submission", dims)
+                submission = self.pool.get(env, "submission", dims, result.phases)
             except SandboxFailure as failure:
                 self._note_start_failure(failure)
                 raise
             result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
             size_label = f"{label}/{sorted(dims.items())}"
-            fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun), self.torch_device)
+            with phases.timed(result.phases, "inputs"):
+                fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun),
+                                           self.torch_device)
             self._call(env, submission, dims, fresh, None, result, "submission", timed=False)
             result.calls = 1
-            reply = submission.finish(self._timeout(env))
+            with phases.timed(result.phases, "finish"):
+                reply = submission.finish(self._timeout(env))
             checks.finished(env, self.trusted, reply, result)
             submission.rest()
         except SandboxFailure as failure:

@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from pytest_nodus.grader import reward
+from pytest_nodus.grader import phases, reward
 
 SCHEMA_VERSION = "2.2"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
@@ -21,7 +21,7 @@ _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "
                 "t_submission_iqr_ms", "t_expert_iqr_ms", "t_submission_grader_ms", "overhead_ms", "submission_overhead_ms", "speedup", "throughput", "throughput_unit",
                 "expert_error", "t_baselines_ms", "baseline_errors", "baseline_notes", "calls", "calls_with_children", "idle_work_ms",
                 "contended_rounds", "timed_calls",
-                "kernels", "waived_flags", "device")
+                "kernels", "waived_flags", "device", "phases")
 
 
 def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[str, Any]:
@@ -67,6 +67,7 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
                    "min": _least(rewards), "median": _median(rewards), "max": _least(rewards, max)},
         "seed": meta.get("seed"),
         "wall_s": meta.get("wall_s"),
+        "phases": phases.grade_phases(results, meta.get("wall_s"), meta.get("outside_sizes")),
         "not_graded": meta.get("not_graded", 0),
         "grader": meta["grader"],
     }
@@ -191,6 +192,8 @@ def terminal_lines(document: dict) -> list[str]:
     elif reruns > 1:
         lines.append(f"reruns {reruns}: statuses {', '.join(r['statuses'])}")
     speed = f", speedup {speedup_text(document['speedup'])} (geometric mean over timed sizes)" if document["speedup"] else ""
+    if document.get("phases", {}).get("wall"):
+        lines.append(phases.line(document["phases"]))
     if document["reward"] is None:
         lines.append(SUMMARIES[basis].format(speedup=speedup_text(document["speedup"])))
     else:

@@ -61,6 +61,7 @@ class SizeResult:
     timed_calls: dict | None = None
     # --nodus-trusted only: forbidden-kernel findings kept for the record, not scored.
     waived_flags: list[dict] | None = None
+    phases: dict = field(default_factory=dict)  # where this size's wall time went, ms (grader/phases.py)
 
     @property
     def timed(self) -> bool:
@@ -101,6 +102,7 @@ class SizeResult:
         data["timed"] = self.timed
         if self.kind == "hidden":
             data["dims"] = None
+        data["phases"] = {name: round(ms, 1) for name, ms in self.phases.items()}
         for key in ("error", "expert_error"):
             if data[key] is not None and not math.isfinite(data[key]):
                 data[key] = None if math.isnan(data[key]) else 1e308

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import inputs
+from pytest_nodus.grader import inputs, phases
 from pytest_nodus.grader.environment import Environment
 from pytest_nodus.grader.processes import adopt_orphans, stray_processes
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
@@ -75,8 +75,18 @@ class SandboxPool:
             self._fatbins[env.name] = found
         return self._fatbins[env.name]
 
-    def get(self, env: Environment, role: str, dims) -> Sandbox:
-        """The sandbox of ``role``, started (again, with a larger arena) when needed."""
+    def get(self, env: Environment, role: str, dims, spent: dict | None = None) -> Sandbox:
+        """The sandbox of ``role``, started (again, with a larger arena) when needed; the time a
+        start took goes into ``spent`` (a size's phases: grader/phases.py)."""
+        with phases.timed(spent if spent is not None else {}, "start"):
+            sandbox = self._get(env, role, dims)
+        if spent is not None and sandbox.stages_ms:
+            for stage, ms in sandbox.stages_ms.items():
+                phases.add(spent, stage, ms)
+        sandbox.stages_ms = None  # counted once, at the size that started it
+        return sandbox
+
+    def _get(self, env: Environment, role: str, dims) -> Sandbox:
         key = (role, env.name)
         if key in self._load_failures:
             raise self._load_failures[key]  # a file that did not load will not load next time

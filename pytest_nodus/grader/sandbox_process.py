@@ -21,14 +21,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from pytest_nodus.grader import heap_build, kernel_errors, walls
+from pytest_nodus.grader import heap_build, kernel_errors, phases, walls
 from pytest_nodus.grader.arena_memory import create_arena
 from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
 from pytest_nodus.grader.clock import GraderClock
+from pytest_nodus.grader.reading import Reading
 from pytest_nodus.grader.idle_work import IdleWatch
 from pytest_nodus.grader.processes import REAP_TIMEOUT_S, reap_group
 from pytest_nodus.shared import protocol
@@ -54,42 +55,6 @@ class SandboxFailure(Exception):
     def __str__(self) -> str:
         return f"{self.code}: {self.detail}"
 
-
-
-@dataclass
-class Reading:
-    """One call as the grader saw it: the sandbox's report (its claims: flags, times) beside
-    what only the grader knows (its snapshot of the outputs, its window, the children)."""
-
-    report: dict
-    outputs: list  # the grader's snapshot of the outputs; the receipts (poison) when the call never ran
-    window_ms: float | None  # the grader's clock; None when the call never reached it
-    child_ms: float | None  # CPU time of the sandbox's children that ran in the window (grader/child_time.py)
-    children_at_open: list[str]  # the sandbox's children as the window opened, for a flag's detail
-    opened_boot_ticks: int  # when the window opened, in /proc's start-time unit
-    pid: int
-    _clock: GraderClock = field(repr=False)
-    # The largest step the window's idle probe saw (ns), when another context held the GPU
-    # (grader/gpu_idle.py); 0 when it was the grader's alone, and on the CPU.
-    contended_ns: int = 0
-    window_parts: tuple | None = None  # (open to go, flag to close) on the grader's stream (ms)
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.report.get("ok"))
-
-    def output_spans(self) -> list[tuple[int, int] | None]:
-        """Per output (GPU), the arena bytes the snapshot read; [] on the CPU."""
-        return self._clock.output_spans()
-
-    def arena_span(self, view) -> tuple[int, int]:
-        """Where a view of the arena lies in it, in bytes."""
-        start = view.data_ptr() - self._clock.arena.data_ptr()
-        return start, start + view.numel() * view.element_size()
-
-    def changed_after_close(self) -> list[int]:
-        """Outputs whose bytes changed after the window closed."""
-        return self._clock.changed_since_close()
 
 
 def _scratch_root() -> str | None:
@@ -129,6 +94,7 @@ class Sandbox:
         self.idle = IdleWatch()  # what it ran between calls (grader/idle_work.py)
         self.removed_fatbins = 0  # fatbins this sandbox overwrote (sandbox/fatbin_removal.py), as it said
         self.scratch: Path | None = None
+        self.stages_ms: dict[str, float] | None = None  # its start-up by stage (grader/phases.py), until taken
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self, arena_capacity: int) -> None:
@@ -194,6 +160,7 @@ class Sandbox:
         for directory in self.removed_templates:
             command += ["--removed-templates", directory]
         self._log = open(self.scratch / "sandbox.log", "wb")
+        spawned = time.monotonic()
         try:
             self.process = subprocess.Popen(command, pass_fds=(req_r, rep_w, *self._memory.pass_fds), cwd=self.scratch,
                                             env=env, stdin=subprocess.DEVNULL, stdout=self._log,
@@ -207,7 +174,10 @@ class Sandbox:
         protocol.send_request(self._requests, {"op": protocol.ARENA, "arena": self._memory.description,
                                                 "heap": heap_description,
                                                 "remove": self.removed_kernels})
-        hello = self._await_reply(self.startup_timeout_s, during="start-up")
+        staged = self._await_reply(self.startup_timeout_s, during="start-up")
+        staged_at = time.monotonic()
+        hello = self._await_reply(self.startup_timeout_s, during="loading the kernel file")
+        self.stages_ms = phases.stages(spawned, staged.get("marks"), staged_at, time.monotonic())
         self.pid = walls.sandbox_pid(self.process.pid) if launcher else self.process.pid
         if self.pid is None:
             self._kill()
@@ -228,6 +198,8 @@ class Sandbox:
 
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:
+            if self.cgroup is not None and self.cgroup.frozen:
+                self.cgroup.thaw()  # resting since its last call: frozen, it would never read EXIT
             try:
                 protocol.send_request(self._requests, {"op": protocol.EXIT})
                 self.process.wait(timeout=5)

@@ -61,6 +61,7 @@ class NodusSession:
         self.grader = None
         self.device = None
         self.document = None
+        self.first_test_at: float | None = None  # where the grade's start-up ends (grader/phases.py)
 
     @property
     def is_worker(self) -> bool:
@@ -158,6 +159,8 @@ class NodusSession:
     def pytest_runtest_setup(self, item):
         if self.options.submission is not None:
             name_graded_test(item)
+            if self.first_test_at is None:
+                self.first_test_at = time.monotonic()
 
     def pytest_runtest_logreport(self, report):
         self.ran.add(report.nodeid)
@@ -170,8 +173,12 @@ class NodusSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        closing = time.monotonic()
         if self.grader is not None:
             self.grader.close()
+        # In this process only: under xdist the workers start up and close on their own.
+        outside = {} if self.first_test_at is None else {
+            "startup": 1e3 * (self.first_test_at - self.started), "teardown": 1e3 * (time.monotonic() - closing)}
         if self.is_worker or self.options.submission is None or not (self.expected or self.reported):
             return
         from pytest_nodus.grader import environment, report
@@ -206,6 +213,7 @@ class NodusSession:
             "seed": None if self.options.sealed else self.grade_seed,
             "wall_s": round(time.monotonic() - self.started, 3),
             "not_graded": not_graded,
+            "outside_sizes": outside,
             "grader": _grader_versions(),
         }
         self.document = report.build_grade(self.results, meta, self.options.reruns)

@@ -144,6 +144,9 @@ class GradeRunner:
                              removed_fatbins=min((r.removed_fatbins or 0 for r in examples), default=None),
                              device=self.grader.device.torch_name)
         summary.calls = sum(r.calls for r in examples)
+        for r in examples:
+            for name, ms in r.phases.items():
+                summary.phases[name] = summary.phases.get(name, 0.0) + ms
         # The row's error is the reported example's when one failed, so that the table and its
         # flag name the same figure; else the worst over the examples.
         for r in [last] if last is not None and last.error is not None else examples:

@@ -13,6 +13,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import time
 from multiprocessing.connection import Connection
 
 import torch
@@ -81,6 +82,7 @@ def _grader_clock(device, arena, first):
 
 
 def main(argv=None) -> int:
+    marks = [["process", time.monotonic()]]  # start-up stages, reported before the kernel file loads
     args = _arguments(argv)
     requests = Connection(args.requests_fd, writable=False)
     replies = Connection(args.replies_fd, readable=False)
@@ -88,8 +90,10 @@ def main(argv=None) -> int:
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.empty(1, device=device)  # create the context before the device files are locked down
+    marks.append(["context", time.monotonic()])
     first = protocol.recv_request(requests)
     removed_fatbins, removal_error = _remove_kernels(first.get("remove"))
+    marks.append(["removal", time.monotonic()])
     arena = open_shared(first["arena"], device)
     clock, heap = _grader_clock(device, arena, first)
     try:
@@ -101,6 +105,7 @@ def main(argv=None) -> int:
         from pytest_nodus.sandbox import triton_interpreter
 
         triton_interpreter.install()
+    marks.append(["arena", time.monotonic()])
     tripwire, filtered = None, False
     if args.role == "submission":
         unreadable = []
@@ -115,6 +120,8 @@ def main(argv=None) -> int:
         forget_project_root()
     else:
         isolation = "trusted"
+    marks.append(["confinement", time.monotonic()])
+    protocol.send_reply(replies, {"stage": protocol.STAGED, "marks": marks})
     integrity = guard.Integrity(harness, outputs)  # before the submission runs a single line
     try:
         if removal_error is not None:
@@ -140,6 +147,7 @@ def main(argv=None) -> int:
         except EOFError:
             return 0
         if message["op"] == protocol.EXIT:
+            serving.audit.close()
             return 0
         try:
             reply = handlers[message["op"]](message)

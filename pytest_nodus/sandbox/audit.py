@@ -27,6 +27,13 @@ class KernelAudit:
         self._profiler = self._start()
         return report
 
+    def close(self) -> None:
+        """Stop the profiler before the process exits: one still running as the interpreter
+        shuts down crashes it (SIGSEGV in the profiler's teardown)."""
+        if self._profiler is not None:
+            self._profiler.__exit__(None, None, None)
+            self._profiler = None
+
     def _start(self):
         if not self.enabled:
             return None

@@ -16,8 +16,10 @@ A call is three messages, so that only the call itself sits inside the grader's 
 ``EXIT``   end the process.
 
 The first message (``ARENA``) hands over the arena, the clock's event handle, the heap and
-the kernels to remove; its reply (the *hello*) is ``{"ok", "isolation", "pid",
-"removed_fatbins"}`` or ``{"ok": False, "error"}`` when the kernel file did not load.
+the kernels to remove. It is answered twice: ``{"stage": STAGED, "marks"}`` once the sandbox
+is ready and before the kernel file loads (its start-up stages, ``[name, monotonic s]``:
+``grader/phases.py``), then the *hello*, ``{"ok", "isolation", "pid", "removed_fatbins"}`` or
+``{"ok": False, "error"}`` when the kernel file did not load.
 An ``error`` is ``{"type", "message", "frames"}``, ``frames`` the kernel file's lines of its
 traceback (``sandbox/tracebacks.py``), each ``{"line", "function", "text"}``.
 A reply holding ``HARNESS_ERROR`` means the harness itself failed.
@@ -31,7 +33,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 ARENA, CALL, GO, ACK, FINISH, EXIT = "arena", "call", "go", "ack", "finish", "exit"
-ARMED, ENQUEUED = "armed", "enqueued"
+ARMED, ENQUEUED, STAGED = "armed", "enqueued", "staged"
 HARNESS_ERROR = "harness_error"
 # Reply keys a call's report must hold, numbers the grader checks before using them.
 TIME_KEYS = ("t_stream_ms", "t_call_ms")

@@ -1,0 +1,31 @@
+"""A grade says where its time went: phases per size and for the grade, the sandboxes' start-up
+stages, and one line in the terminal."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REPO
+
+from pytest_nodus.grader import phases
+
+pytestmark = pytest.mark.grade
+
+SOLUTION = REPO / "expert" / "rmsnorm" / "solution.py"
+PER_SIZE = {"start", "inputs", "reference", "verification", "calls", "timed", "rest", "finish"}
+
+
+def test_the_grade_and_each_size_say_where_the_time_went(grade):
+    result = grade(SOLUTION)
+    document = result.document
+    timed = [s for s in document["sizes"] if s["kind"] == "public"]
+    assert all(PER_SIZE <= set(s["phases"]) for s in timed), [s["phases"] for s in timed]
+    assert all(0 < s["phases"]["timed"] <= s["phases"]["calls"] for s in timed)
+    first = timed[0]["phases"]
+    stages = [f"start_{stage}" for stage in (*phases.STAGES, "load")]
+    assert all(first[name] >= 0 for name in stages)  # both sandboxes started at the first size
+    assert sum(first[name] for name in stages) <= first["start"] + 1.0
+    total = document["phases"]
+    assert total["wall"] == pytest.approx(1e3 * document["wall_s"], abs=1.0)
+    assert total["calls"] == pytest.approx(sum(s["phases"]["calls"] for s in document["sizes"]), abs=0.5)
+    assert total["startup"] > 0 and total["teardown"] > 0 and total["overhead_ratio"] > 1
+    assert "time (s): wall " in result.text and "x the timed kernel work" in result.text
