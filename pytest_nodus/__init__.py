@@ -28,6 +28,7 @@ _EXPORTS = {
     "FLEX_ATTENTION": "keepout", "ATTENTION_PACKAGES": "keepout", "ATTENTION_LIBRARIES": "keepout",
     "FLOOR": "reward",
     "EnvironmentSuite": "suite",
+    "grade": "api", "Grade": "api", "GradeFailed": "api",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

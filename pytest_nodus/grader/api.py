@@ -1,0 +1,128 @@
+"""The Python API for pipelines: ``pytest_nodus.grade(env, submission, ...) -> Grade``.
+
+Each grade runs pytest underneath, in a process of its own (``python -m pytest``), exactly as
+the command line does: the caller's process imports no torch, holds no sandbox and keeps no
+state of the grade's. What comes back is the grade's JSON (``schema/grade.schema.json``),
+typed: :class:`Grade`, with the raw document in ``Grade.document``.
+
+    from pytest_nodus import grade
+    g = grade("rmsnorm", "attempt.py", sealed="sealed_fixtures", device="cuda")
+    if g.correct: pay(g.reward)
+
+``env`` is an environment this installation carries (``pytest_nodus.environments`` entry
+points) or the path of an environment's folder. Several submissions are graded one after
+another, each in its own grade.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class Flag:
+    size: str
+    rerun: int
+    code: str  # docs/grade.md lists every code
+    detail: str
+
+
+@dataclass(frozen=True)
+class SizeGrade:
+    id: str  # public-N:<dims>, hidden-N or fuzz
+    kind: str
+    rerun: int
+    status: str
+    error: float | None
+    tolerance: float | None
+    t_submission_ms: float | None
+    t_expert_ms: float | None
+    speedup: float | None
+
+
+@dataclass(frozen=True)
+class Grade:
+    """One grade, typed; ``document`` is the whole JSON."""
+
+    env: str
+    submission: Path
+    status: str  # correct, wrong, flagged, error, timeout (docs/grade.md)
+    reward: float | None  # None for a correct grade that pays nothing (reward_basis)
+    reward_basis: str
+    speedup: float | None
+    flags: tuple[Flag, ...]
+    sizes: tuple[SizeGrade, ...]
+    sealed: bool
+    wall_s: float | None
+    document: dict[str, Any]
+    exit_status: int  # pytest's: 0 only when correct
+    output: str  # what pytest printed (the terminal report)
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "correct"
+
+    @classmethod
+    def from_document(cls, document: dict, exit_status: int = 0, output: str = "") -> Grade:
+        sizes = tuple(SizeGrade(**{k: s.get(k) for k in SizeGrade.__dataclass_fields__}) for s in document["sizes"])
+        return cls(env=document["env"]["name"], submission=Path(document["submission"]["path"]),
+                   status=document["status"], reward=document["reward"],
+                   reward_basis=document.get("reward_basis", "speed_vs_expert"), speedup=document["speedup"],
+                   flags=tuple(Flag(**f) for f in document["flags"]), sizes=sizes, sealed=document["sealed"],
+                   wall_s=document.get("wall_s"), document=document, exit_status=exit_status, output=output)
+
+
+class GradeFailed(RuntimeError):
+    """pytest ran but wrote no grade: a usage error (an option, an environment), said in ``output``."""
+
+    def __init__(self, message: str, output: str):
+        super().__init__(message)
+        self.output = output
+
+
+def suite_folder(env: str | Path) -> Path:
+    """An environment's folder: an installed environment's name, or a folder's path."""
+    if Path(env).is_dir():
+        return Path(env).resolve()
+    for entry in importlib.metadata.entry_points(group="pytest_nodus.environments"):
+        if entry.name == str(env):
+            spec = importlib.util.find_spec(entry.module)
+            return Path(spec.origin).parent
+    raise ValueError(f"no environment '{env}': neither an installed environment nor a folder")
+
+
+def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sealed: str | Path | None = None,
+          device: str = "auto", reruns: int = 1, seed: int | None = None, against: str = "expert",
+          pytest_args: Sequence[str] = (), timeout_s: float | None = None) -> Grade | list[Grade]:
+    """Grade ``submission`` (one kernel file, or several: a list back) against ``env``.
+
+    ``sealed``: the folder of hidden sizes (a sealed grade). ``device``: auto, cuda or cpu.
+    ``against``: expert, or starting_kernel for a local check. ``pytest_args`` go to pytest
+    as they are (``-n 2``, ``--nodus-call-timeout=60``). Raises :class:`GradeFailed` when
+    pytest writes no grade (a usage error), ``subprocess.TimeoutExpired`` past ``timeout_s``."""
+    if not isinstance(submission, (str, Path)):
+        return [grade(env, one, sealed=sealed, device=device, reruns=reruns, seed=seed, against=against,
+                      pytest_args=pytest_args, timeout_s=timeout_s) for one in submission]
+    folder = suite_folder(env)
+    with tempfile.TemporaryDirectory(prefix="nodus-api-") as work:
+        report = Path(work) / "grade.json"
+        command = [sys.executable, "-m", "pytest", str(folder), "-p", "no:cacheprovider", "-q",
+                   f"--rootdir={work}", f"--nodus-submission={Path(submission).resolve()}",
+                   f"--nodus-json={report}", f"--nodus-device={device}", f"--nodus-reruns={reruns}",
+                   f"--nodus-against={against}", *([f"--nodus-sealed={Path(sealed).resolve()}"] if sealed else []),
+                   *([f"--nodus-seed={seed}"] if seed is not None else []), *pytest_args]
+        run = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=timeout_s,
+                             stdin=subprocess.DEVNULL)
+        output = run.stdout + run.stderr
+        if not report.is_file():
+            last = next((line for line in reversed(output.splitlines()) if line.strip()), "no output")
+            raise GradeFailed(f"pytest wrote no grade (exit status {run.returncode}): {last}", output)
+        return Grade.from_document(json.loads(report.read_text()), run.returncode, output)
