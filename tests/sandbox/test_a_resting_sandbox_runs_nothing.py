@@ -55,5 +55,8 @@ def test_a_resting_sandbox_runs_nothing_until_its_next_request(busy_sandbox):
     with pytest.raises(Exception):  # the stand-in has no pipes: the request itself fails, after waking it
         Sandbox.send(busy_sandbox, {"op": "call"})
     assert busy_sandbox.cgroup.frozen is False
-    time.sleep(0.2)
+    # Awake, its busy thread runs again: 100 ms of CPU, within however long two loaded cores take.
+    deadline = time.monotonic() + 10
+    while busy_sandbox.cgroup.usage_ns() <= before + 100e6 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert busy_sandbox.cgroup.usage_ns() > before + 100e6
