@@ -65,10 +65,8 @@ class Grader:
         self.call_timeout_override: float | None = None
         self.gpu_wait_s = devices.GPU_WAIT_S  # --nodus-gpu-wait
         # A submission that hung once is not given the device again in this grade: every
-        # further size would cost another full time limit for the same verdict. One that did
-        # not load is not started again: that failure is the same at every size.
+        # further size would cost another full time limit for the same verdict.
         self._hung: SandboxFailure | None = None
-        self._unloadable: SandboxFailure | None = None
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
 
     def close(self) -> None:
@@ -199,12 +197,12 @@ class Grader:
             return result
 
     def _grade_size(self, env: Environment, size: Size, label: str, result: SizeResult) -> SizeResult:
-        if self._settled(result):
+        if self._hung is not None:
+            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
             return result
         try:
             submission = self.pool.get(env, "submission", size.dims, result.phases)
         except SandboxFailure as failure:
-            self._note_start_failure(failure)
             result.flag(failure.code, failure.detail)
             return result
         submission.rest()  # from its start-up or its last size to its first call here
@@ -290,19 +288,6 @@ class Grader:
         self._release_memory()
         return result
 
-    def _settled(self, result: SizeResult) -> bool:
-        """Whether an earlier size already decided this one: the submission hung, or its file
-        did not load (the same failure at every size, not worth another sandbox start)."""
-        for failure, what in ((self._hung, "already hung"), (self._unloadable, "did not load")):
-            if failure is not None:
-                result.flag(failure.code, f"not run: the submission {what} ({failure.detail.splitlines()[0]})")
-                return True
-        return False
-
-    def _note_start_failure(self, failure: SandboxFailure) -> None:
-        if failure.code == "load_failed":
-            self._unloadable = failure
-
     def _start_expert(self, env: Environment, size: Size, sandboxes: dict, result: SizeResult) -> bool:
         try:
             sandboxes["expert"] = self.pool.get(env, "expert", size.dims, result.phases)
@@ -346,14 +331,11 @@ class Grader:
         left the reported size half-shrunk. Different sizes still get different values."""
         result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), env={"name": env.name, "version": env.version},
                             device=self.device.torch_name)
-        if self._settled(result):
+        if self._hung is not None:
+            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
             return result
         try:
-            try:
-                submission = self.pool.get(env, "submission", dims, result.phases)
-            except SandboxFailure as failure:
-                self._note_start_failure(failure)
-                raise
+            submission = self.pool.get(env, "submission", dims, result.phases)
             result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
             size_label = f"{label}/{sorted(dims.items())}"
             with phases.timed(result.phases, "inputs"):
