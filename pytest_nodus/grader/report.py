@@ -57,14 +57,15 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
         # Fewest over the sizes: a grade is as sealed as its least sealed size.
         "removed_fatbins": min((r.get("removed_fatbins") or 0 for r in results if r.get("isolation")), default=0),
         "status": status,
-        "reward": _median(rewards) if status == "correct" else reward.FLOOR,
+        "reward": _known(statistics.median, rewards) if status == "correct" else reward.FLOOR,
         "reward_basis": basis,
         "speedup": statistics.median(speedups) if speedups else None,
         "flags": flags,
         "sizes": [{k: r.get(k) for k in _SIZE_FIELDS} for r in sorted(results, key=_size_order)],
         "reruns": {"count": reruns, "rewards": rewards, "statuses": [v.status for v in verdicts],
                    "speedups": [v.speedup for v in verdicts],
-                   "min": _least(rewards), "median": _median(rewards), "max": _least(rewards, max)},
+                   "min": _known(min, rewards), "median": _known(statistics.median, rewards),
+                   "max": _known(max, rewards)},
         "seed": meta.get("seed"),
         "wall_s": meta.get("wall_s"),
         "phases": phases.grade_phases(results, meta.get("wall_s"), meta.get("outside_sizes")),
@@ -74,14 +75,10 @@ def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[
     return document
 
 
-def _median(values):
+def _known(summary, values):
+    """``summary`` of the values that are not None (a correct CPU check's rewards are); None if none is."""
     known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
-
-
-def _least(values, pick=min):
-    known = [v for v in values if v is not None]
-    return pick(known) if known else None
+    return summary(known) if known else None
 
 
 def _size_order(r: dict) -> tuple:
