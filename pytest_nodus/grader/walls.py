@@ -86,13 +86,16 @@ def _identity(uid: int) -> list[str]:
 
 @functools.cache
 def _other_uid_can_run(import_root: str) -> bool:
-    """Whether a process of another uid can run this Python and find what a sandbox
-    imports (torch, triton, this package): not so for an interpreter in a 0700 home."""
+    """Whether a process of another uid can run this Python, find what a sandbox imports
+    (torch, triton, this package), and start this Python again itself, as compilers a correct
+    kernel runs do: not so for an interpreter in a 0700 home, which a virtualenv's link into
+    that home can still launch once but not again from inside."""
     command, _ = _namespaces()
     if not command or os.geteuid() != 0:
         return False
-    check = ("import importlib.util as u, sys; sys.path.insert(0, sys.argv[1]); "
-             "sys.exit(0 if all(u.find_spec(m) for m in ('torch', 'triton', 'numpy', 'pytest_nodus.sandbox')) else 1)")
+    check = ("import importlib.util as u, subprocess, sys; sys.path.insert(0, sys.argv[1]); "
+             "found = all(u.find_spec(m) for m in ('torch', 'triton', 'numpy', 'pytest_nodus.sandbox')); "
+             "sys.exit(0 if found and subprocess.run([sys.executable, '-I', '-c', '']).returncode == 0 else 1)")
     return _runs([*command, *_identity(UID_BASE), *_DROP, sys.executable, "-I", "-c", check, import_root])
 
 
