@@ -22,16 +22,15 @@ unless ``--force``, which writes the four files again (``kernel.py`` too).
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import shlex
 import shutil
 import sys
 from pathlib import Path
 
+from pytest_nodus.grader.api import installed_environments
 from pytest_nodus.grader.environment import Choice, IntRange
 
-GROUP = "pytest_nodus.environments"
 FILES = ("TASK.md", "kernel.py", "public_sizes.json", "check.sh")
 
 CHECK = """#!/usr/bin/env bash
@@ -50,10 +49,6 @@ class WorkspaceError(Exception):
     """What the command refuses, in one line."""
 
 
-def environments() -> dict[str, importlib.metadata.EntryPoint]:
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=GROUP)}
-
-
 def _domain(domain) -> dict:
     described = {}
     for name, dim in domain.dims.items():
@@ -67,7 +62,7 @@ def _domain(domain) -> dict:
 
 
 def write(env_name: str, dest: Path, force: bool = False) -> list[Path]:
-    known = environments()
+    known = installed_environments()
     if env_name not in known:
         raise WorkspaceError(f"no environment '{env_name}' is installed (installed: {', '.join(sorted(known)) or 'none'})")
     entry = known[env_name]
@@ -94,7 +89,7 @@ def write(env_name: str, dest: Path, force: bool = False) -> list[Path]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="nodus-workspace", description=__doc__.split("\n")[0])
-    parser.add_argument("environment", help=f"one of: {', '.join(sorted(environments()))}")
+    parser.add_argument("environment", help=f"one of: {', '.join(sorted(installed_environments()))}")
     parser.add_argument("dest", type=Path)
     parser.add_argument("--force", action="store_true", help="write over a workspace that exists")
     args = parser.parse_args(argv)

@@ -88,15 +88,19 @@ class GradeFailed(RuntimeError):
         self.output = output
 
 
+def installed_environments() -> dict[str, importlib.metadata.EntryPoint]:
+    """The environments this installation carries: name -> the entry point of its declaration."""
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group="pytest_nodus.environments")}
+
+
 def suite_folder(env: str | Path) -> Path:
     """An environment's folder: an installed environment's name, or a folder's path."""
     if Path(env).is_dir():
         return Path(env).resolve()
-    for entry in importlib.metadata.entry_points(group="pytest_nodus.environments"):
-        if entry.name == str(env):
-            spec = importlib.util.find_spec(entry.module)
-            return Path(spec.origin).parent
-    raise ValueError(f"no environment '{env}': neither an installed environment nor a folder")
+    entry = installed_environments().get(str(env))
+    if entry is None:
+        raise ValueError(f"no environment '{env}': neither an installed environment nor a folder")
+    return Path(importlib.util.find_spec(entry.module).origin).parent
 
 
 def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sealed: str | Path | None = None,

@@ -4,6 +4,7 @@ check runs where it was written."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,15 @@ pytestmark = pytest.mark.grade
 FILES = ["TASK.md", "check.sh", "kernel.py", "public_sizes.json"]
 
 
+# What a fresh install sees: no PYTHONPATH, which would show it the checkout (and pip its metadata).
+CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def export(dest: Path, *extra: str, python: str = sys.executable, cwd: Path | None = None):
     """``python -m pytest_nodus.workspace rmsnorm DEST``, run from outside the checkout."""
     return subprocess.run([python, "-m", "pytest_nodus.workspace", "rmsnorm", str(dest), *extra],
-                          capture_output=True, text=True, cwd=cwd or dest.parent, timeout=300)
+                          capture_output=True, text=True, cwd=cwd or dest.parent, timeout=300,
+                          env=None if python == sys.executable else CLEAN)
 
 
 def assert_nothing_sealed(text: str) -> None:
@@ -71,10 +77,10 @@ def test_a_fresh_install_runs_the_workspace_check(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = str(venv / "bin" / "python")
     install = subprocess.run([python, "-m", "pip", "install", "-q", *map(str, wheels.glob("*.whl"))],
-                             capture_output=True, text=True, timeout=1200)
+                             capture_output=True, text=True, timeout=1200, env=CLEAN)
     assert install.returncode == 0, install.stderr[-3000:]
     site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+                               capture_output=True, text=True, check=True, env=CLEAN).stdout.strip())
     packaged = [p for p in (site / "env_suites").rglob("*") if p.is_file() and p.suffix in (".py", ".md")]
     assert not (site / "expert").exists() and not (site / "sealed_fixtures").exists()
     assert_nothing_sealed("\n".join(p.read_text() for p in packaged))
