@@ -62,8 +62,11 @@ def test_leak_canaries_see_a_planted_secret(canary):
 # half is not asserted here: concurrent grades' sandboxes and scratch would be seen as well.
 WALL_PLANTS = {
     # Another process that looks like an expert's sandbox, for it to find and renice.
-    "other_processes": "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', "
-                       "'pytest_nodus.sandbox', '--role', 'expert'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)",
+    # Planted once it runs its own command line: until its exec, /proc shows the parent's.
+    "other_processes": "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', "
+                       "'pytest_nodus.sandbox', '--role', 'expert'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+                       "[time.sleep(0.01) for _ in range(1000) "
+                       "if b'--role' not in open(f'/proc/{p.pid}/cmdline', 'rb').read()]",
     # Another sandbox's scratch directory, holding its kernel file.
     "other_scratch": "d = tempfile.mkdtemp(prefix='nodus-canary-', dir='/dev/shm'); "
                      "open(os.path.join(d, 'kernel_under_test.py'), 'w').write('x = 1')",
@@ -80,7 +83,7 @@ def test_wall_canaries_see_what_a_sandbox_hides(canary, tmp_path):
         if probe is None:
             pytest.skip("no writable cgroup v2 hierarchy here: the grade's isolation lists no cgroup")
         probe.remove()
-    driver = CANARY_DRIVER.replace("import importlib.util,", "import importlib.util, subprocess, tempfile,")
+    driver = CANARY_DRIVER.replace("import importlib.util,", "import importlib.util, subprocess, tempfile, time,")
     driver = driver.replace("PLANT", WALL_PLANTS[canary] + "; planted.append(1)")
     driver = "planted = []\n" + driver
     run = subprocess.run([sys.executable, "-c", driver, str(CHEATS / "rmsnorm" / f"{canary}.py")],
