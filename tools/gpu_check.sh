@@ -20,8 +20,8 @@
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
-# ATTENTION_PARALLEL=N grades N attention cheats at once (default 1: an attention grade's
-# grader holds up to ~22 GiB of GPU memory); FAULTHANDLER_S=N (default 240) dumps a grade's stacks into its log when one size
+# ATTENTION_PARALLEL=N grades N attention cheats at once (default 1); however many lanes ask,
+# at most ATTENTION_SLOTS (default 2) attention grades run at once per GPU; FAULTHANDLER_S=N (default 240) dumps a grade's stacks into its log when one size
 # runs longer.
 # --gpu N first pins the whole invocation to GPU N (two invocations can then share a
 # 2-GPU machine); NODUS_DEADLINE=<epoch s> makes grades that would start after it skip,
@@ -37,6 +37,21 @@ if ls .whl/*.whl >/dev/null 2>&1; then  # flock: two invocations may start toget
     .whl/*.whl || exit 1
 fi
 grade() {  # env name submission [extra pytest args...]
+  # Attention grades wait for one of ATTENTION_SLOTS (default 2) per GPU: each holds ~22 GiB
+  # in its grader plus its sandboxes' arenas, and four beside three rmsnorm grades ran the
+  # driver out of memory (grader_out_of_memory or no result at every size, correct kernels
+  # at the floor). Rmsnorm grades take a few GiB and need no slot.
+  if [ "$1" = attention_backward ] && [ -z "${NODUS_SLOT_HELD:-}" ]; then
+    local i fd
+    while :; do
+      for i in $(seq 1 ${ATTENTION_SLOTS:-2}); do
+        exec {fd}>"/tmp/nodus-attention-gpu${CUDA_VISIBLE_DEVICES:-all}-slot$i.lock"
+        if flock -n $fd; then NODUS_SLOT_HELD=1 grade "$@"; local rc=$?; exec {fd}>&-; return $rc; fi
+        exec {fd}>&-
+      done
+      sleep 2
+    done
+  fi
   local env=$1 name=$2 sub=$3; shift 3
   local t0=$(date +%s.%N) left=$(( NODUS_DEADLINE - $(date +%s) ))
   if [ $left -lt 30 ]; then echo "$name skipped (deadline)"; return; fi
@@ -67,9 +82,9 @@ for MODE in "${@:-quick}"; do
     [ "$MODE" = rmsnorm ] && styles ;;
   styles) styles ;;
   attention_styles)
-    for f in tests/correct/attention_backward/*.py; do
-      grade attention_backward correct_$(basename $f .py) $f $SEALED --nodus-reruns=3 -k "public or hidden"
-    done ;;
+    # ATTENTION_STYLES_PARALLEL lanes (default 1): each grader holds up to ~22 GiB of GPU memory.
+    ls tests/correct/attention_backward/*.py | xargs -P ${ATTENTION_STYLES_PARALLEL:-1} -I{} bash -c \
+      'f={}; grade attention_backward correct_$(basename $f .py) $f $SEALED --nodus-reruns=3 -k "public or hidden"' ;;
   walls)
     python3 tools/probe_walls_ipc.py 2>&1 | grep -v Warning
     python3 tools/probe_walls_vmm.py 2>&1 | grep -v Warning

