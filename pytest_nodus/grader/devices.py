@@ -93,24 +93,26 @@ class DeviceBusy(Exception):
 
 @contextmanager
 def exclusive(device: Device, wait_s: float = GPU_WAIT_S):
-    """Hold the device for timing. CPU grades are not serialised (their times are CPU times)."""
+    """Hold the device for timing; yields the ms waited for it (other grades on this GPU
+    held it). CPU grades are not serialised (their times are CPU times)."""
     if device.kind != "cuda":
-        yield
+        yield 0.0
         return
     import torch
 
     uuid = str(getattr(torch.cuda.get_device_properties(device.index), "uuid", device.index))
-    with hold(Path(tempfile.gettempdir()) / f"pytest-nodus-gpu-{uuid}.lock", wait_s):
-        yield
+    with hold(Path(tempfile.gettempdir()) / f"pytest-nodus-gpu-{uuid}.lock", wait_s) as waited_ms:
+        yield waited_ms
 
 
 @contextmanager
 def hold(path: Path, wait_s: float):
     """An exclusive ``flock`` on ``path``, waited for at most ``wait_s`` (else DeviceBusy,
-    naming the holder). The holder writes its pid and time into the file: a stalled GPU
+    naming the holder); yields the ms it waited. The holder writes its pid and time into the file: a stalled GPU
     then says which process holds it."""
     with open(path, "a+") as handle:  # "a+": opening must not wipe the holder's note
-        deadline, pause = time.monotonic() + wait_s, 0.001
+        asked = time.monotonic()
+        deadline, pause = asked + wait_s, 0.001
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -126,6 +128,6 @@ def hold(path: Path, wait_s: float):
             handle.truncate(0)
             handle.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}")
             handle.flush()
-            yield
+            yield 1e3 * (time.monotonic() - asked)
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)

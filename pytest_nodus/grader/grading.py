@@ -217,7 +217,8 @@ class Grader:
         times.update({role: [] for role in baselines})
         rounds = env.profile(self.device.kind).timing
         plan = TimingPlan(*rounds) if rounds else self.plan
-        with devices.exclusive(self.device, self.gpu_wait_s):
+        with devices.exclusive(self.device, self.gpu_wait_s) as waited_ms:
+            phases.add(result.phases, "gpu_wait", waited_ms)
             try:
                 round_number, rounds_left, contended = 0, plan.warmup + plan.timed, 0
                 while rounds_left:

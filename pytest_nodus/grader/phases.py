@@ -14,6 +14,8 @@ Per size (``SizeResult.phases``, ms):
                     (the device's context), ``removal`` (library kernels removed), ``arena``
                     (grader-owned memory mapped, Triton imported), ``confinement`` (Landlock,
                     seccomp), ``load`` (the kernel file imported)
+``gpu_wait``        waiting for the GPU that other grades on it held for their timing
+                    (``devices.exclusive``); 0 on the CPU
 ``inputs``          fresh inputs made
 ``reference``       the fp32 reference computed
 ``verification``    outputs, inputs and processes checked
@@ -109,7 +111,9 @@ def line(phases: dict) -> str:
     """The terminal's one line of where the time went."""
     def s(name):
         return f"{phases.get(name, 0.0) / 1e3:.1f}"
-    parts = [f"startup {s('startup')}", f"sandbox starts {s('start')}", f"inputs {s('inputs')}",
+    # The wait for the GPU shows only where other grades held it: never on the CPU.
+    waited = [f"gpu wait {s('gpu_wait')}"] if phases.get("gpu_wait") else []
+    parts = [f"startup {s('startup')}", f"sandbox starts {s('start')}", *waited, f"inputs {s('inputs')}",
              f"reference {s('reference')}", f"verification {s('verification')}",
              f"calls {s('calls')} (timed {s('timed')})", f"rest {s('rest')}", f"finish {s('finish')}",
              f"teardown {s('teardown')}", f"other {s('outside_sizes')}"]

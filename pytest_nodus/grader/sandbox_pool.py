@@ -40,6 +40,10 @@ class SandboxPool:
         return self._placers[(role, env.name)]
 
     def close(self) -> None:
+        # Every sandbox is asked to exit before any is waited for: each one's exit (its
+        # device context torn down) then overlaps the others' instead of adding up.
+        for sandbox in self._sandboxes.values():
+            sandbox.ask_to_exit()
         for sandbox in self._sandboxes.values():
             sandbox.close()
         self._sandboxes.clear()

@@ -85,6 +85,7 @@ class Sandbox:
         if removed_kernels and removed_kernels["spans"]:
             self.unreadable_libraries += (os.path.basename(removed_kernels["library"]),)
         self.process: subprocess.Popen | None = None
+        self._exit_asked = False  # EXIT sent (ask_to_exit): never twice on one pipe
         self.arena = None  # grader-owned; must outlive the process that maps it
         self._memory = None  # the arena's memory (grader/arena_memory.py), given back at close
         self.clock = None  # the grader's clock for this sandbox's calls (grader/clock.py)
@@ -101,6 +102,7 @@ class Sandbox:
         """Start the process and give it an arena of ``arena_capacity`` bytes (``self.arena``)."""
         import torch
 
+        self._exit_asked = False
         self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
         # The submission runs as a uid of its own where it can (grader/walls.py): its scratch is its own.
         uid = walls.sandbox_uid(_IMPORT_ROOT) if self.role == "submission" else None
@@ -196,14 +198,24 @@ class Sandbox:
         if not hello.get("ok"):
             raise SandboxFailure("error", "load_failed", kernel_errors.describe(hello.get("error"), self.kernel_path))
 
+    def ask_to_exit(self) -> None:
+        """Send EXIT once, without waiting: :meth:`close` waits (and kills past its limit)."""
+        if self._exit_asked or self.process is None or self.process.poll() is not None:
+            return
+        self._exit_asked = True
+        if self.cgroup is not None and self.cgroup.frozen:
+            self.cgroup.thaw()  # resting since its last call: frozen, it would never read EXIT
+        try:
+            protocol.send_request(self._requests, {"op": protocol.EXIT})
+        except OSError:
+            pass
+
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            if self.cgroup is not None and self.cgroup.frozen:
-                self.cgroup.thaw()  # resting since its last call: frozen, it would never read EXIT
+            self.ask_to_exit()
             try:
-                protocol.send_request(self._requests, {"op": protocol.EXIT})
                 self.process.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 pass
         self._kill()
         if self.cgroup is not None:
