@@ -4,6 +4,7 @@ what an RL pipeline may show the agent that wrote the submission.
     nodus-agent GRADE.json...
 """
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -11,9 +12,12 @@ from pathlib import Path
 from pytest_nodus.grader import agent_report
 
 
-def main(paths=None) -> int:
-    for path in sys.argv[1:] if paths is None else paths:
-        print("\n".join(agent_report.lines(agent_report.build(json.loads(Path(path).read_text())))))
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="nodus-agent", description=__doc__.splitlines()[0])
+    parser.add_argument("grades", nargs="+", type=Path, metavar="GRADE.json", help="grades written by --nodus-json")
+    args = parser.parse_args(argv)
+    for path in args.grades:
+        print("\n".join(agent_report.lines(agent_report.build(json.loads(path.read_text())))))
     return 0
 
 
