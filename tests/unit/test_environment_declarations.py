@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from env_suites.attention_backward.environment import ENVIRONMENT as ATTENTION
+from env_suites.chunked_prefill.environment import ENVIRONMENT as CHUNKED_PREFILL
 from env_suites.rmsnorm.environment import ENVIRONMENT as RMSNORM
 
-ENVIRONMENTS = [RMSNORM, ATTENTION]
+ENVIRONMENTS = [RMSNORM, ATTENTION, CHUNKED_PREFILL]
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
