@@ -9,6 +9,7 @@
 #   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
 #   bash tools/gpu_check.sh attention_solution  # attention: the solution x3 alone
+#   bash tools/gpu_check.sh prefill      # chunked_prefill: expert as submission, starting kernel, solution x3, cheats
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
 #                                        # BASELINES_K="public" (or "hidden") for one half per GPU
 #   bash tools/gpu_check.sh stability    # rmsnorm_stability + attention_stability: the expert graded as
@@ -37,11 +38,12 @@ if ls .whl/*.whl >/dev/null 2>&1; then  # flock: two invocations may start toget
     .whl/*.whl || exit 1
 fi
 grade() {  # env name submission [extra pytest args...]
-  # Attention grades wait for one of ATTENTION_SLOTS (default 2) per GPU: each holds ~22 GiB
-  # in its grader plus its sandboxes' arenas, and four beside three rmsnorm grades ran the
-  # driver out of memory (grader_out_of_memory or no result at every size, correct kernels
-  # at the floor). Rmsnorm grades take a few GiB and need no slot.
-  if [ "$1" = attention_backward ] && [ -z "${NODUS_SLOT_HELD:-}" ]; then
+  # Attention grades (attention_backward, chunked_prefill) wait for one of ATTENTION_SLOTS
+  # (default 2) per GPU: an attention_backward grade holds ~22 GiB in its grader plus its
+  # sandboxes' arenas, and four beside three rmsnorm grades ran the driver out of memory
+  # (grader_out_of_memory or no result at every size, correct kernels at the floor).
+  # Rmsnorm grades take a few GiB and need no slot.
+  if [ "$1" != rmsnorm ] && [ -z "${NODUS_SLOT_HELD:-}" ]; then
     local i fd
     while :; do
       for i in $(seq 1 ${ATTENTION_SLOTS:-2}); do
@@ -95,7 +97,8 @@ for MODE in "${@:-quick}"; do
     # CHEATS="rmsnorm/kill_grader attention_backward/zero_gradients" grades only those.
     # Attention cheats one at a time by default (ATTENTION_PARALLEL): several attention
     # graders on one GPU can run it out of memory, which floors a size as grader_out_of_memory.
-    for env in rmsnorm:20:${RMSNORM_PARALLEL:-4} attention_backward:60:${ATTENTION_PARALLEL:-1}; do
+    for env in rmsnorm:20:${RMSNORM_PARALLEL:-4} attention_backward:60:${ATTENTION_PARALLEL:-1} \
+               chunked_prefill:60:${ATTENTION_PARALLEL:-1}; do
       IFS=: read -r name limit lanes <<< "$env"
       { if [ -n "${CHEATS:-}" ]; then printf '%s\n' $CHEATS | grep "^$name/" | sed 's#^#tests/cheats/#; s#$#.py#'
         else ls tests/cheats/$name/*.py; fi; } | xargs -r -P $lanes -I{} bash -c \
@@ -131,6 +134,14 @@ for MODE in "${@:-quick}"; do
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")
     grade rmsnorm solution_xdist expert/rmsnorm/solution.py $SEALED --nodus-reruns=2 -n $workers ;;
+  prefill)
+    # chunked_prefill: the expert as a trusted submission (cuDNN graded against itself), the
+    # starting kernel, the solution x3, then its cheats.
+    grade chunked_prefill prefill_expert_as_submission expert/chunked_prefill/expert_cuda.py $SEALED --nodus-trusted
+    grade chunked_prefill prefill_starting_kernel env_suites/chunked_prefill/starting_kernel.py $SEALED
+    grade chunked_prefill prefill_solution expert/chunked_prefill/solution.py $SEALED --nodus-reruns=3
+    ls tests/cheats/chunked_prefill/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
+      'grade chunked_prefill cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
   attention|attention_solution)
     grade attention_backward attn_solution expert/attention_backward/solution.py $SEALED --nodus-reruns=3
     [ "$MODE" = attention_solution ] && continue

@@ -49,3 +49,11 @@ def test_attention_correct_kernels_pass(grade, submission):
     result = grade(submission, "--nodus-reruns=2", env="attention_backward", sealed=True)
     assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]
 
+
+
+@pytest.mark.parametrize("submission", [REPO / "expert" / "chunked_prefill" / "solution.py",
+                                        REPO / "env_suites" / "chunked_prefill" / "starting_kernel.py"],
+                         ids=["solution", "starting_kernel"])
+def test_chunked_prefill_correct_kernels_pass(grade, submission):
+    result = grade(submission, "--nodus-reruns=2", env="chunked_prefill", sealed=True)
+    assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]
