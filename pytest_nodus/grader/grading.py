@@ -200,6 +200,14 @@ class Grader:
         if self._hung is not None:
             result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
             return result
+        if not self.fail_fast:
+            # The expert's sandbox starts beside the submission's instead of after it. A
+            # failure to launch is reported where the expert is first needed (_start_expert).
+            try:
+                with phases.timed(result.phases, "start"):
+                    self.pool.launch(env, "expert", size.dims)
+            except SandboxFailure:
+                pass
         try:
             submission = self.pool.get(env, "submission", size.dims, result.phases)
         except SandboxFailure as failure:

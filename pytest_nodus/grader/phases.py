@@ -10,7 +10,8 @@ Per size (``SizeResult.phases``, ms):
 
 =================== ==========================================================================
 ``start``           starting sandboxes at this size (first size, or a larger arena), all roles
-``start_<stage>``   the same, by stage: ``process`` (interpreter and imports), ``context``
+``start_<stage>``   the same, by stage, summed over the sandboxes (which start side by side, so
+                    the sum can exceed ``start``): ``process`` (interpreter and imports), ``context``
                     (the device's context), ``removal`` (library kernels removed), ``arena``
                     (grader-owned memory mapped, Triton imported), ``confinement`` (Landlock,
                     seccomp), ``load`` (the kernel file imported)

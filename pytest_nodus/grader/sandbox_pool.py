@@ -31,6 +31,7 @@ class SandboxPool:
         self._sandboxes: dict[tuple[str, str], Sandbox] = {}
         self._placers: dict[tuple[str, str], inputs.ArenaPlacer] = {}  # one per sandbox, over its arena
         self._load_failures: dict[tuple[str, str], SandboxFailure] = {}
+        self._launched: dict[tuple[str, str], Sandbox] = {}  # spawned by launch(), not yet waited for
         self._fatbins: dict[str, dict] = {}  # environment name -> fatbins removed from submissions
 
     def all(self):
@@ -42,11 +43,13 @@ class SandboxPool:
     def close(self) -> None:
         # Every sandbox is asked to exit before any is waited for: each one's exit (its
         # device context torn down) then overlaps the others' instead of adding up.
-        for sandbox in self._sandboxes.values():
+        every = [*self._sandboxes.values(), *self._launched.values()]
+        for sandbox in every:
             sandbox.ask_to_exit()
-        for sandbox in self._sandboxes.values():
+        for sandbox in every:
             sandbox.close()
         self._sandboxes.clear()
+        self._launched.clear()
         stray_processes([])  # whatever a sandbox detached and no later call found: nothing outlives the grade
 
     def _arena_capacity(self, env: Environment, dims) -> int:
@@ -90,16 +93,53 @@ class SandboxPool:
         sandbox.stages_ms = None  # counted once, at the size that started it
         return sandbox
 
+    def launch(self, env: Environment, role: str, dims) -> None:
+        """Spawn the sandbox :meth:`get` will need for ``role`` at ``dims``, without waiting
+        for it: sandboxes launched one after the other start side by side (each start is
+        mostly its interpreter's imports and its device context: seconds on the H200)."""
+        key = (role, env.name)
+        if key in self._load_failures or key in self._launched or self._usable(key, env, dims):
+            return
+        sandbox, capacity = self._new(env, role, dims)
+        try:
+            sandbox.launch(capacity)
+        except BaseException:
+            sandbox.close()
+            raise
+        self._launched[key] = sandbox
+
+    def _usable(self, key, env: Environment, dims) -> bool:
+        sandbox = self._sandboxes.get(key)
+        return sandbox is not None and sandbox.alive and sandbox.arena.numel() >= self._arena_capacity(env, dims)
+
     def _get(self, env: Environment, role: str, dims) -> Sandbox:
         key = (role, env.name)
         if key in self._load_failures:
             raise self._load_failures[key]  # a file that did not load will not load next time
-        sandbox = self._sandboxes.get(key)
-        capacity = self._arena_capacity(env, dims)
-        if sandbox is not None and sandbox.alive and sandbox.arena.numel() >= capacity:
-            return sandbox
+        launched = self._launched.pop(key, None)
+        if launched is not None and launched.arena.numel() < self._arena_capacity(env, dims):
+            launched.close()  # launched for a smaller size: start again below
+            launched = None
+        if launched is None and self._usable(key, env, dims):
+            return self._sandboxes[key]
+        return self._ready(key, launched) if launched is not None else self._start(env, role, dims)
+
+    def _start(self, env: Environment, role: str, dims) -> Sandbox:
+        sandbox, capacity = self._new(env, role, dims)
+        try:
+            sandbox.launch(capacity)
+        except BaseException:  # the grader's own failure (its arena out of memory): nothing left behind
+            sandbox.close()
+            raise
+        return self._ready((role, env.name), sandbox)
+
+    def _new(self, env: Environment, role: str, dims) -> tuple[Sandbox, int]:
+        """A sandbox for ``role`` (the one it replaces closed), not yet launched, and its arena's size."""
+        key = (role, env.name)
+        sandbox = self._sandboxes.pop(key, None)
         if sandbox is not None:
             sandbox.close()
+        capacity = self._arena_capacity(env, dims)
         if self.device.kind not in env.profiles:
             raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no profile for {self.device.kind}")
         profile = env.profile(self.device.kind)
@@ -125,14 +165,17 @@ class SandboxPool:
         # A process that leaves a sandbox's tree comes back here (stray_processes). Set at the
         # first start, not at construction: a grade that starts nothing changes nothing.
         adopt_orphans()
+        return sandbox, capacity
+
+    def _ready(self, key, sandbox: Sandbox) -> Sandbox:
         try:
-            sandbox.start(capacity)
+            sandbox.ready()
         except SandboxFailure as failure:
             sandbox.close()
             if failure.code == "load_failed":
                 self._load_failures[key] = failure
             raise
-        except BaseException:  # the grader's own failure (its arena out of memory): nothing left behind
+        except BaseException:
             sandbox.close()
             raise
         self._sandboxes[key] = sandbox

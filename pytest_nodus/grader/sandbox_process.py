@@ -100,6 +100,13 @@ class Sandbox:
     # -- lifecycle --------------------------------------------------------------------
     def start(self, arena_capacity: int) -> None:
         """Start the process and give it an arena of ``arena_capacity`` bytes (``self.arena``)."""
+        self.launch(arena_capacity)
+        self.ready()
+
+    def launch(self, arena_capacity: int) -> None:
+        """The first half of :meth:`start`: the arena made, the process spawned and sent its
+        arena; it then starts on its own (imports, context, confinement, the kernel file)
+        while the grader does other work, until :meth:`ready` waits for it."""
         import torch
 
         self._exit_asked = False
@@ -176,6 +183,12 @@ class Sandbox:
         protocol.send_request(self._requests, {"op": protocol.ARENA, "arena": self._memory.description,
                                                 "heap": heap_description,
                                                 "remove": self.removed_kernels})
+        self._spawned, self._launcher, self._raised = spawned, launcher, raised
+
+    def ready(self) -> None:
+        """The second half of :meth:`start`: wait for the launched process's start-up and the
+        kernel file's load, and read what held around it."""
+        spawned, launcher, raised = self._spawned, self._launcher, self._raised
         staged = self._await_reply(self.startup_timeout_s, during="start-up")
         staged_at = time.monotonic()
         hello = self._await_reply(self.startup_timeout_s, during="loading the kernel file")

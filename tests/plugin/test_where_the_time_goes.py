@@ -23,7 +23,9 @@ def test_the_grade_and_each_size_say_where_the_time_went(grade):
     first = timed[0]["phases"]
     stages = [f"start_{stage}" for stage in (*phases.STAGES, "load")]
     assert all(first[name] >= 0 for name in stages)  # both sandboxes started at the first size
-    assert sum(first[name] for name in stages) <= first["start"] + 1.0
+    # Each sandbox's stages lie within the size's start; the two sandboxes start side by side,
+    # so their stages together fill at most twice it.
+    assert sum(first[name] for name in stages) <= 2 * first["start"] + 1.0
     total = document["phases"]
     assert total["wall"] == pytest.approx(1e3 * document["wall_s"], abs=1.0)
     assert total["calls"] == pytest.approx(sum(s["phases"]["calls"] for s in document["sizes"]), abs=0.5)
