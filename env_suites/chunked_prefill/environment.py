@@ -86,6 +86,7 @@ ENVIRONMENT = Environment(
                    {"B": 4, "Q": 4096, "L": 16384, "Hq": 16, "Hkv": 2, "D": 256, "P": 64}),
             domain=_domain(8192, 65536, (1, 2, 4, 8, 16, 32), (64, 128, 256), (16, 64, 128), 1 << 28),
             expert=EXPERT / "expert_cuda.py",
+            baselines={"flex_attention": EXPERT / "flex_attention_paged.py"},
             call_timeout_s=120.0,
             # Millisecond kernels whose fp32 reference costs more than they do: 2 + 10 rounds.
             timing=(2, 10),
