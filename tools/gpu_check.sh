@@ -10,6 +10,7 @@
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
 #   bash tools/gpu_check.sh attention_solution  # attention: the solution x3 alone
 #   bash tools/gpu_check.sh prefill      # chunked_prefill: expert as submission, starting kernel, solution x3, cheats
+#   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, starting kernel, cheats
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
 #                                        # BASELINES_K="public" (or "hidden") for one half per GPU
 #   bash tools/gpu_check.sh stability    # rmsnorm_stability + attention_stability: the expert graded as
@@ -38,7 +39,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then  # flock: two invocations may start toget
     .whl/*.whl || exit 1
 fi
 grade() {  # env name submission [extra pytest args...]
-  # Attention grades (attention_backward, chunked_prefill) wait for one of ATTENTION_SLOTS
+  # Attention grades (attention_backward, chunked_prefill; moe_experts too) wait for one of ATTENTION_SLOTS
   # (default 2) per GPU: an attention_backward grade holds ~22 GiB in its grader plus its
   # sandboxes' arenas, and four beside three rmsnorm grades ran the driver out of memory
   # (grader_out_of_memory or no result at every size, correct kernels at the floor).
@@ -98,7 +99,7 @@ for MODE in "${@:-quick}"; do
     # Attention cheats one at a time by default (ATTENTION_PARALLEL): several attention
     # graders on one GPU can run it out of memory, which floors a size as grader_out_of_memory.
     for env in rmsnorm:20:${RMSNORM_PARALLEL:-4} attention_backward:60:${ATTENTION_PARALLEL:-1} \
-               chunked_prefill:60:${ATTENTION_PARALLEL:-1}; do
+               chunked_prefill:60:${ATTENTION_PARALLEL:-1} moe_experts:60:${ATTENTION_PARALLEL:-1}; do
       IFS=: read -r name limit lanes <<< "$env"
       { if [ -n "${CHEATS:-}" ]; then printf '%s\n' $CHEATS | grep "^$name/" | sed 's#^#tests/cheats/#; s#$#.py#'
         else ls tests/cheats/$name/*.py; fi; } | xargs -r -P $lanes -I{} bash -c \
@@ -142,6 +143,13 @@ for MODE in "${@:-quick}"; do
     grade chunked_prefill prefill_solution expert/chunked_prefill/solution.py $SEALED --nodus-reruns=3
     ls tests/cheats/chunked_prefill/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
       'grade chunked_prefill cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
+  moe)
+    # moe_experts: the expert as a trusted submission (eager or compiled grouped GEMM against
+    # itself), the starting kernel, then its cheats.
+    grade moe_experts moe_expert_as_submission expert/moe_experts/expert_grouped_mm.py $SEALED --nodus-trusted --nodus-reruns=3
+    grade moe_experts moe_starting_kernel env_suites/moe_experts/starting_kernel.py $SEALED
+    ls tests/cheats/moe_experts/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
+      'grade moe_experts cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
   attention|attention_solution)
     grade attention_backward attn_solution expert/attention_backward/solution.py $SEALED --nodus-reruns=3
     [ "$MODE" = attention_solution ] && continue

@@ -25,6 +25,7 @@ SUITES = {
     "rmsnorm": (REPO / "env_suites" / "rmsnorm", ("--nodus-call-timeout=3", "--nodus-fail-fast")),  # infinite_loop ends soon
     "attention_backward": (REPO / "env_suites" / "attention_backward", ("--nodus-fail-fast",)),
     "chunked_prefill": (REPO / "env_suites" / "chunked_prefill", ("--nodus-fail-fast",)),
+    "moe_experts": (REPO / "env_suites" / "moe_experts", ("--nodus-fail-fast",)),
     "rmsnorm_audit": (REPO / "tests" / "envs" / "rmsnorm_audit" / "suite_rmsnorm_audit.py", ("--nodus-fail-fast",)),
 }
 

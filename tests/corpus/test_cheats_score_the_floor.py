@@ -12,7 +12,7 @@ from expectations import SUITES, corpus
 
 pytestmark = pytest.mark.corpus
 
-CPU = {e.name: e for e in corpus("cpu") if e.known_hole is None and e.env in ("rmsnorm", "attention_backward", "chunked_prefill")}
+CPU = {e.name: e for e in corpus("cpu") if e.known_hole is None and e.env in ("rmsnorm", "attention_backward", "chunked_prefill", "moe_experts")}
 # One per mechanism that decides a verdict: the reference, the clock, the process tree, the
 # confinement, the tripwires, the time limit, the output checks, the run-time audit.
 UNDER_XDIST = ("rmsnorm/cache_by_pointer", "rmsnorm/forge_reported_time", "rmsnorm/forked_worker",

@@ -57,3 +57,11 @@ def test_attention_correct_kernels_pass(grade, submission):
 def test_chunked_prefill_correct_kernels_pass(grade, submission):
     result = grade(submission, "--nodus-reruns=2", env="chunked_prefill", sealed=True)
     assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]
+
+
+@pytest.mark.parametrize("submission", [REPO / "expert" / "moe_experts" / "expert_grouped_mm.py",
+                                        REPO / "env_suites" / "moe_experts" / "starting_kernel.py"],
+                         ids=["expert", "starting_kernel"])
+def test_moe_experts_correct_kernels_pass(grade, submission):
+    result = grade(submission, "--nodus-reruns=2", env="moe_experts", sealed=True)
+    assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]

@@ -8,9 +8,10 @@ import pytest
 
 from env_suites.attention_backward.environment import ENVIRONMENT as ATTENTION
 from env_suites.chunked_prefill.environment import ENVIRONMENT as CHUNKED_PREFILL
+from env_suites.moe_experts.environment import ENVIRONMENT as MOE_EXPERTS
 from env_suites.rmsnorm.environment import ENVIRONMENT as RMSNORM
 
-ENVIRONMENTS = [RMSNORM, ATTENTION, CHUNKED_PREFILL]
+ENVIRONMENTS = [RMSNORM, ATTENTION, CHUNKED_PREFILL, MOE_EXPERTS]
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
