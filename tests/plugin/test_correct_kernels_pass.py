@@ -41,27 +41,20 @@ def test_correct_kernels_pass_three_sealed_reruns(grade, xdist, submission):
     assert document["removed_fatbins"] == 0  # rmsnorm removes nothing, and the CPU has no fatbins
 
 
-@pytest.mark.parametrize("submission", [REPO / "expert" / "attention_backward" / "solution.py",
-                                        REPO / "env_suites" / "attention_backward" / "starting_kernel.py",
-                                        CORRECT / "attention_backward" / "torch_dense.py"],
-                         ids=["solution", "starting_kernel", "torch_dense"])
-def test_attention_correct_kernels_pass(grade, submission):
-    result = grade(submission, "--nodus-reruns=2", env="attention_backward", sealed=True)
-    assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]
+# Each environment's own correct kernels, sealed, two reruns: the solution (or the expert where
+# none is written yet), the starting kernel, and correct styles of its own.
+OTHERS = {
+    "attention_backward/solution": REPO / "expert" / "attention_backward" / "solution.py",
+    "attention_backward/starting_kernel": REPO / "env_suites" / "attention_backward" / "starting_kernel.py",
+    "attention_backward/torch_dense": CORRECT / "attention_backward" / "torch_dense.py",
+    "chunked_prefill/solution": REPO / "expert" / "chunked_prefill" / "solution.py",
+    "chunked_prefill/starting_kernel": REPO / "env_suites" / "chunked_prefill" / "starting_kernel.py",
+    "moe_experts/expert": REPO / "expert" / "moe_experts" / "expert_grouped_mm.py",
+    "moe_experts/starting_kernel": REPO / "env_suites" / "moe_experts" / "starting_kernel.py",
+}
 
 
-
-@pytest.mark.parametrize("submission", [REPO / "expert" / "chunked_prefill" / "solution.py",
-                                        REPO / "env_suites" / "chunked_prefill" / "starting_kernel.py"],
-                         ids=["solution", "starting_kernel"])
-def test_chunked_prefill_correct_kernels_pass(grade, submission):
-    result = grade(submission, "--nodus-reruns=2", env="chunked_prefill", sealed=True)
-    assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]
-
-
-@pytest.mark.parametrize("submission", [REPO / "expert" / "moe_experts" / "expert_grouped_mm.py",
-                                        REPO / "env_suites" / "moe_experts" / "starting_kernel.py"],
-                         ids=["expert", "starting_kernel"])
-def test_moe_experts_correct_kernels_pass(grade, submission):
-    result = grade(submission, "--nodus-reruns=2", env="moe_experts", sealed=True)
+@pytest.mark.parametrize("name", sorted(OTHERS))
+def test_other_environments_correct_kernels_pass(grade, name):
+    result = grade(OTHERS[name], "--nodus-reruns=2", env=name.split("/")[0], sealed=True)
     assert result.document["reruns"]["statuses"] == ["correct"] * 2, result.document["flags"]
