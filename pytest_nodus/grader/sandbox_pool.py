@@ -100,13 +100,7 @@ class SandboxPool:
         key = (role, env.name)
         if key in self._load_failures or key in self._launched or self._usable(key, env, dims):
             return
-        sandbox, capacity = self._new(env, role, dims)
-        try:
-            sandbox.launch(capacity)
-        except BaseException:
-            sandbox.close()
-            raise
-        self._launched[key] = sandbox
+        self._launched[key] = self._launch_new(env, role, dims)
 
     def _usable(self, key, env: Environment, dims) -> bool:
         sandbox = self._sandboxes.get(key)
@@ -122,16 +116,16 @@ class SandboxPool:
             launched = None
         if launched is None and self._usable(key, env, dims):
             return self._sandboxes[key]
-        return self._ready(key, launched) if launched is not None else self._start(env, role, dims)
+        return self._ready(key, launched if launched is not None else self._launch_new(env, role, dims))
 
-    def _start(self, env: Environment, role: str, dims) -> Sandbox:
+    def _launch_new(self, env: Environment, role: str, dims) -> Sandbox:
         sandbox, capacity = self._new(env, role, dims)
         try:
             sandbox.launch(capacity)
         except BaseException:  # the grader's own failure (its arena out of memory): nothing left behind
             sandbox.close()
             raise
-        return self._ready((role, env.name), sandbox)
+        return sandbox
 
     def _new(self, env: Environment, role: str, dims) -> tuple[Sandbox, int]:
         """A sandbox for ``role`` (the one it replaces closed), not yet launched, and its arena's size."""
