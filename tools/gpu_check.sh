@@ -41,9 +41,8 @@ fi
 grade() {  # env name submission [extra pytest args...]
   # Attention grades (attention_backward, chunked_prefill; moe_experts too) wait for one of ATTENTION_SLOTS
   # (default 2) per GPU: an attention_backward grade holds ~22 GiB in its grader plus its
-  # sandboxes' arenas, and four beside three rmsnorm grades ran the driver out of memory
-  # (grader_out_of_memory or no result at every size, correct kernels at the floor).
-  # Rmsnorm grades take a few GiB and need no slot.
+  # sandboxes' arenas, and more of them at once run the driver out of memory, which floors
+  # every size they grade (grader_out_of_memory). Rmsnorm grades take a few GiB and need no slot.
   if [ "$1" != rmsnorm ] && [ -z "${NODUS_SLOT_HELD:-}" ]; then
     local i fd
     while :; do

@@ -40,8 +40,8 @@ def test_only_work_counts(worker, with_cgroup):
         sandbox = SimpleNamespace(pid=process.pid, process=process, cgroup=cgroup)
         watch = IdleWatch()
         watch.returned(sandbox)
-        # A busy thread runs ~1 ms per ms it holds a core; on a loaded 2-core CI it held one for
-        # a quarter of 0.3 s (76 ms). A second gives it 100 ms at a tenth of a core.
+        # A busy thread runs ~1 ms per ms it holds a core: a second's window shows 100 ms of
+        # its work even where a loaded 2-core machine gives it a tenth of a core.
         time.sleep(1.0)
         spent, busiest = watch.worked(sandbox)
         if worker == "busy":
