@@ -108,8 +108,8 @@ def exclusive(device: Device, wait_s: float = GPU_WAIT_S):
 @contextmanager
 def hold(path: Path, wait_s: float):
     """An exclusive ``flock`` on ``path``, waited for at most ``wait_s`` (else DeviceBusy,
-    naming the holder); yields the ms it waited. The holder writes its pid and time into the file: a stalled GPU
-    then says which process holds it."""
+    naming the holder); yields the ms it waited. The holder writes its pid and time into the
+    file: a stalled GPU then says which process holds it."""
     with open(path, "a+") as handle:  # "a+": opening must not wipe the holder's note
         asked = time.monotonic()
         deadline, pause = asked + wait_s, 0.001

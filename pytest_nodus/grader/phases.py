@@ -112,7 +112,7 @@ def line(phases: dict) -> str:
     """The terminal's one line of where the time went."""
     def s(name):
         return f"{phases.get(name, 0.0) / 1e3:.1f}"
-    # The wait for the GPU shows only where other grades held it: never on the CPU.
+    # The wait for the GPU shows only in grades that took its lock: never on the CPU.
     waited = [f"gpu wait {s('gpu_wait')}"] if phases.get("gpu_wait") else []
     parts = [f"startup {s('startup')}", f"sandbox starts {s('start')}", *waited, f"inputs {s('inputs')}",
              f"reference {s('reference')}", f"verification {s('verification')}",
