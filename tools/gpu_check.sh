@@ -9,7 +9,7 @@
 #   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
 #   bash tools/gpu_check.sh attention_solution  # attention: the solution x3 alone
-#   bash tools/gpu_check.sh prefill      # chunked_prefill: expert as submission, starting kernel, solution x3, cheats
+#   bash tools/gpu_check.sh prefill      # chunked_prefill: expert as submission, solution x3, starting kernel, cheats
 #   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, starting kernel, cheats
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
 #                                        # BASELINES_K="public" (or "hidden") for one half per GPU
@@ -85,7 +85,9 @@ for MODE in "${@:-quick}"; do
   styles) styles ;;
   attention_styles)
     # ATTENTION_STYLES_PARALLEL lanes (default 1): each grader holds up to ~22 GiB of GPU memory.
-    ls tests/correct/attention_backward/*.py | xargs -P ${ATTENTION_STYLES_PARALLEL:-1} -I{} bash -c \
+    # STYLES="torch_dense" grades only those (file stems).
+    { if [ -n "${STYLES:-}" ]; then printf 'tests/correct/attention_backward/%s.py\n' $STYLES
+      else ls tests/correct/attention_backward/*.py; fi; } | xargs -P ${ATTENTION_STYLES_PARALLEL:-1} -I{} bash -c \
       'f={}; grade attention_backward correct_$(basename $f .py) $f $SEALED --nodus-reruns=3 -k "public or hidden"' ;;
   walls)
     python3 tools/probe_walls_ipc.py 2>&1 | grep -v Warning
@@ -136,10 +138,10 @@ for MODE in "${@:-quick}"; do
     grade rmsnorm solution_xdist expert/rmsnorm/solution.py $SEALED --nodus-reruns=2 -n $workers ;;
   prefill)
     # chunked_prefill: the expert as a trusted submission (cuDNN graded against itself), the
-    # starting kernel, the solution x3, then its cheats.
+    # solution x3, the starting kernel, then its cheats.
     grade chunked_prefill prefill_expert_as_submission expert/chunked_prefill/expert_cuda.py $SEALED --nodus-trusted
-    grade chunked_prefill prefill_starting_kernel env_suites/chunked_prefill/starting_kernel.py $SEALED
     grade chunked_prefill prefill_solution expert/chunked_prefill/solution.py $SEALED --nodus-reruns=3
+    grade chunked_prefill prefill_starting_kernel env_suites/chunked_prefill/starting_kernel.py $SEALED
     ls tests/cheats/chunked_prefill/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
       'grade chunked_prefill cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
   moe)

@@ -42,11 +42,11 @@ def bytes_moved(dims) -> float:
     return float(2 * 2 * dims["Q"] * dims["Hq"] * dims["D"] + 2 * 2 * dims["L"] * dims["Hkv"] * dims["D"])
 
 
-def _domain(max_q: int, max_l: int, heads: tuple[int, ...], head_dims: tuple[int, ...], pages: tuple[int, ...],
-            max_cache: int) -> SizeDomain:
+def _domain(max_q: int, max_l: int, max_heads: int, kv_heads: tuple[int, ...], head_dims: tuple[int, ...],
+            pages: tuple[int, ...], max_cache: int) -> SizeDomain:
     return SizeDomain(
-        {"B": IntRange(1, 64), "Q": IntRange(1, max_q), "L": IntRange(1, max_l), "Hq": Choice(heads),
-         "Hkv": Choice(heads), "D": Choice(head_dims), "P": Choice(pages)},
+        {"B": IntRange(1, 64), "Q": IntRange(1, max_q), "L": IntRange(1, max_l), "Hq": IntRange(1, max_heads),
+         "Hkv": Choice(kv_heads), "D": Choice(head_dims), "P": Choice(pages)},
         # The long chunk (at least Q - B + 1 tokens) fits in the longest context; the whole
         # cache (every sequence at L at most) stays under max_cache elements per K or V.
         constraint=lambda d: (d["Hq"] % d["Hkv"] == 0 and d["B"] <= d["Q"] <= d["L"] + d["B"] - 1
@@ -83,7 +83,7 @@ ENVIRONMENT = Environment(
                    {"B": 64, "Q": 4096, "L": 4096, "Hq": 16, "Hkv": 16, "D": 64, "P": 16},
                    {"B": 16, "Q": 16384, "L": 32768, "Hq": 32, "Hkv": 4, "D": 128, "P": 64},
                    {"B": 4, "Q": 4096, "L": 16384, "Hq": 16, "Hkv": 2, "D": 256, "P": 64}),
-            domain=_domain(8192, 65536, (1, 2, 4, 8, 16, 32), (64, 128, 256), (16, 64, 128), 1 << 28),
+            domain=_domain(32768, 131072, 32, (1, 2, 4, 8, 16, 32), (64, 128, 256), (16, 64, 128), 1 << 30),
             expert=EXPERT / "expert_cuda.py",
             baselines={"flex_attention": EXPERT / "flex_attention_paged.py"},
             call_timeout_s=120.0,
@@ -93,7 +93,7 @@ ENVIRONMENT = Environment(
         "cpu": Profile(
             sizes=({"B": 3, "Q": 40, "L": 96, "Hq": 4, "Hkv": 2, "D": 32, "P": 16},
                    {"B": 2, "Q": 17, "L": 64, "Hq": 2, "Hkv": 1, "D": 64, "P": 16}),
-            domain=_domain(48, 96, (1, 2, 4), (16, 32), (16,), 1 << 16),
+            domain=_domain(48, 96, 4, (1, 2, 4), (16, 32), (16,), 1 << 16),
             expert=EXPERT / "expert_cpu.py", call_timeout_s=120.0, fuzz_examples=5),
     },
     forbid=ATTENTION_LIBRARIES,  # cuDNN, torch's SDPA kernels, FlexAttention, attention packages

@@ -75,7 +75,7 @@ ENVIRONMENT = Environment(
             sizes=({"T": 4096, "E": 128, "K": 8, "D": 2048, "F": 768, "Z": 0},
                    {"T": 16384, "E": 128, "K": 8, "D": 2048, "F": 768, "Z": 1},
                    {"T": 16384, "E": 64, "K": 6, "D": 2048, "F": 1408, "Z": 2}),
-            domain=_domain(32768, (8, 16, 32, 64, 128), 8, (512, 1024, 2048), (256, 512, 768, 1408)),
+            domain=_domain(65536, (8, 16, 32, 64, 128), 8, (512, 1024, 2048), (256, 512, 768, 1408)),
             expert=EXPERT / "expert_grouped_mm.py",
             call_timeout_s=120.0,
             timing=(2, 10),  # the fp32 reference (expert by expert) costs more than the kernels
