@@ -14,12 +14,13 @@ role is ``grader/checks.py``.
 
 from __future__ import annotations
 
+
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import checks, devices, idle_work, inputs, phases, size_times, timing
+from pytest_nodus.grader import checks, devices, gpu_memory, idle_work, inputs, phases, size_times, timing
 from pytest_nodus.grader.cgroup import frozen
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
@@ -104,8 +105,14 @@ class Grader:
         with frozen(s.cgroup for s in self.pool.all() if s is not sandbox), phases.timed(result.phases, "calls"):
             reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
                                    slot.receipts, timeout)
-        if submission and timed:
-            sandbox.idle.returned(sandbox)
+        if submission:
+            # At rest before anything is checked: the grader's own checks, reference and
+            # verification can take seconds (a long prefill's fp32 reference), and the CUDA
+            # driver's helper thread wakes now and then all that while; counted, its wakes
+            # read as background work. What the idle count covers is the settle, the same
+            # few milliseconds at every size.
+            with phases.timed(result.phases, "rest"):
+                self._rest(sandbox, result, timed)
         if submission and reading.ok:
             for finding in checks.outputs(reading, slot, timed):
                 result.flag(finding.code, finding.detail)
@@ -143,9 +150,6 @@ class Grader:
                                          f"the expert's '{check.name}' misses tolerance ({check.error:.3g})")
         t_stream, t_call = checks.times(reading)
         self._warmed.add(first_call)
-        if submission:
-            with phases.timed(result.phases, "rest"):
-                self._rest(sandbox, result, timed)
         return timing.CallTimes(t_stream, t_call, reading.window_ms, reading.contended_ns, reading.window_parts), references
 
     def _rest(self, sandbox: Sandbox, result: SizeResult, timed: bool) -> None:
@@ -153,6 +157,7 @@ class Grader:
         they ran since it returned is counted, and the sandbox is frozen until its next
         request, so that from here to its next window nothing of it runs at all."""
         if timed:
+            sandbox.idle.returned(sandbox)
             sandbox.idle.settle(sandbox)
             self._idle_check(sandbox, result)
             if sandbox.cgroup is None:
@@ -169,32 +174,21 @@ class Grader:
                                              f"({', '.join(worked[1]) or 'threads that have ended'})")
 
     # -- sizes ---------------------------------------------------------------------------
-    def _grader_out_of_memory(self, result: SizeResult, exc: BaseException) -> SizeResult:
-        """The grader's own allocation (fresh inputs, references, pristine copies) failed:
-        other grades' processes hold the GPU's memory. Not the submission's verdict, but no
-        grade can vouch for a size it did not run, so the size stays at the floor under a code
-        of its own, which a pipeline retries on a GPU that is not shared."""
-        detail = f"{type(exc).__name__}"
-        if self.device.kind == "cuda":
-            free, total = torch.cuda.mem_get_info(self.torch_device)
-            detail += (f": {free / 2**20:.0f} MiB free of {total / 2**30:.0f} GiB on {self.device.torch_name}; "
-                       "other processes hold the rest (several grades on one GPU?)")
-        result.flag("grader_out_of_memory", detail)
-        self._release_memory()
-        return result
-
     def grade_size(self, env: Environment, size: Size, label: str, rerun: int = 0) -> SizeResult:
-        result = SizeResult(size.id, size.kind, rerun, dict(size.dims), env={"name": env.name, "version": env.version},
-                            device=self.device.torch_name, throughput_unit=env.cost.unit)
-        try:
-            return self._grade_size(env, size, label, result)
-        except torch.OutOfMemoryError as exc:
-            return self._grader_out_of_memory(result, exc)
-        except devices.DeviceBusy as busy:
-            # Not the submission's doing either, and no grade vouches for a size it did not
-            # time: the floor, under a code a pipeline can retry on.
-            result.flag("gpu_busy", str(busy))
-            return result
+        def attempt() -> SizeResult:
+            result = SizeResult(size.id, size.kind, rerun, dict(size.dims), device=self.device.torch_name,
+                                env={"name": env.name, "version": env.version}, throughput_unit=env.cost.unit)
+            try:
+                return self._grade_size(env, size, label, result)
+            except torch.OutOfMemoryError as exc:
+                raise gpu_memory.OutOfMemory(result) from exc
+            except devices.DeviceBusy as busy:
+                # Not the submission's doing either, and no grade vouches for a size it did not
+                # time: the floor, under a code a pipeline can retry on.
+                result.flag("gpu_busy", str(busy))
+                return result
+
+        return gpu_memory.waiting_for_memory(attempt, self.device, self.gpu_wait_s)
 
     def _grade_size(self, env: Environment, size: Size, label: str, result: SizeResult) -> SizeResult:
         if self._hung is not None:
@@ -294,7 +288,7 @@ class Grader:
                     self._hung = failure
                 return result
         size_times.record(result, env, size, times, self.device, self.trusted)
-        self._release_memory()
+        gpu_memory.release(self.device)
         return result
 
     def _start_expert(self, env: Environment, size: Size, sandboxes: dict, result: SizeResult) -> bool:
@@ -304,13 +298,6 @@ class Grader:
             result.flag("expert_failed", f"the expert did not start: {failure}")
             return False
         return True
-
-    def _release_memory(self) -> None:
-        # References and pristine copies are cached by torch's allocator; handing them back
-        # leaves the GPU memory to the sandboxes (a correct kernel must never hit an OOM
-        # because the grader kept a previous size's buffers).
-        if self.device.kind == "cuda":
-            torch.cuda.empty_cache()
 
     def _baseline_sandboxes(self, env: Environment, size: Size, result: SizeResult) -> dict[str, Sandbox]:
         if not self.baselines:
@@ -338,11 +325,22 @@ class Grader:
         example number: Hypothesis replays a failing size while it shrinks and once more at
         the end, and a replay with other values can pass by chance (a one-element row), which
         left the reported size half-shrunk. Different sizes still get different values."""
-        result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), env={"name": env.name, "version": env.version},
-                            device=self.device.torch_name)
+        def attempt() -> SizeResult:
+            result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), device=self.device.torch_name,
+                                env={"name": env.name, "version": env.version})
+            try:
+                self._check_fuzzed(env, dims, label, rerun, result)
+            except torch.OutOfMemoryError as exc:
+                raise gpu_memory.OutOfMemory(result) from exc
+            gpu_memory.release(self.device)
+            return result
+
+        return gpu_memory.waiting_for_memory(attempt, self.device, self.gpu_wait_s)
+
+    def _check_fuzzed(self, env: Environment, dims: dict, label: str, rerun: int, result: SizeResult) -> None:
         if self._hung is not None:
             result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
-            return result
+            return
         try:
             submission = self.pool.get(env, "submission", dims, result.phases)
             result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
@@ -360,7 +358,3 @@ class Grader:
             result.flag(failure.code, failure.detail)
             if failure.status == "timeout":
                 self._hung = failure
-        except torch.OutOfMemoryError as exc:
-            return self._grader_out_of_memory(result, exc)
-        self._release_memory()
-        return result

@@ -17,8 +17,8 @@ RERUNS_HELP = "Grade N times with fresh seeds and fuzzed sizes; correct only if 
 SEED_HELP = "Replay a local grade's seed (printed in the header). Not allowed with --nodus-sealed."
 DEVICE_HELP = "auto (default: cuda if available), cuda or cpu (Triton interpreter)."
 TIMEOUT_HELP = "Override the environment's per-call time limit, in seconds."
-GPU_WAIT_HELP = ("How long a size waits for another grade's hold on its GPU, in seconds (default 1800); "
-                 "past it the size is flagged gpu_busy.")
+GPU_WAIT_HELP = ("How long a size waits for another grade's hold on its GPU, or for the memory other grades hold "
+                 "there, in seconds (default 1800); past it the size is flagged gpu_busy or grader_out_of_memory.")
 BASELINES_HELP = ("Also time the environment's context baselines (e.g. FlexAttention) on timed sizes; "
                   "shown in the report and JSON, never in the reward.")
 AGENT_REPORT_HELP = ("Also write the agent-facing report (JSON): what an RL pipeline may show the agent; no hidden "

@@ -16,7 +16,8 @@ Per size (``SizeResult.phases``, ms):
                     (grader-owned memory mapped, Triton imported), ``confinement`` (Landlock,
                     seccomp), ``load`` (the kernel file imported)
 ``gpu_wait``        waiting for the GPU that other grades on it held for their timing
-                    (``devices.exclusive``); 0 on the CPU
+                    (``devices.exclusive``) or whose memory they held (``gpu_memory.waiting_for_memory``);
+                    0 on the CPU
 ``inputs``          fresh inputs made
 ``reference``       the fp32 reference computed
 ``verification``    outputs, inputs and processes checked

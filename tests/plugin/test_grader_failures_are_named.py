@@ -28,7 +28,8 @@ def test_the_graders_own_out_of_memory_is_named(grade, pytester):
         inputs.make_inputs = make_inputs
     """)
     pytester.syspathinsert()
-    result = grade(SOLUTION, "-p", "inputs_oom", "-k", "public")
+    # --nodus-gpu-wait=1: shorter than the first pause, so no new attempt is made.
+    result = grade(SOLUTION, "-p", "inputs_oom", "-k", "public", "--nodus-gpu-wait=1")
     document = result.document
     assert document["status"] == "error" and document["reward"] == -24
     assert [(f["size"], f["code"]) for f in document["flags"]] == [("public-1:M33xN1000", "grader_out_of_memory")]

@@ -1,9 +1,12 @@
 """Cheat: return an empty buffer at once; a background thread fills it in after the call returned."""
 
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
-EXPECT = {"cpu": ("flagged", ("background_thread", "output_changed_after_return")), "cuda": ("flagged", ("background_thread", "output_changed_after_return", "pending_work", "non_finite_output"))}
-# On the GPU the thread's copy is device work: the grader's snapshot at the flag already holds
-# the unwritten buffer (non_finite_output) and the copy runs after the return (pending_work).
+EXPECT = {"cpu": (("flagged", "wrong"), ("background_thread", "output_changed_after_return", "non_finite_output")),
+          "cuda": (("flagged", "wrong"), ("background_thread", "output_changed_after_return", "pending_work", "non_finite_output"))}
+# The sandbox is frozen within milliseconds of its return: a thread still asleep then finishes
+# only at the next call, after the outputs were checked (non_finite_output); one that woke
+# first is seen writing them (output_changed_after_return). On the GPU the thread's copy is
+# device work that runs after the return (pending_work).
 
 import torch
 

@@ -1,0 +1,84 @@
+"""The grader's own GPU memory: handed back between sizes, and waited for when other grades
+on the GPU hold it.
+
+Several grades may share one GPU (an RL pipeline's batch, ``tools/gpu_check.sh``'s lanes), and
+together they can ask for more than it has: a sealed attention_backward grade holds about
+40 GiB (its grader's references and pristine copies, two sandboxes' arenas) for minutes. The
+grade whose allocation meets the shortage did nothing wrong and neither did its submission, so
+the size waits for other grades to end and is graded again from fresh inputs; only past
+``--nodus-gpu-wait`` is it ``grader_out_of_memory``. Runs only in the grader.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from pytest_nodus.grader import phases
+from pytest_nodus.grader.results import SizeResult
+
+# Pauses before each new attempt: 5 s doubling to 30 s, in all at most --nodus-gpu-wait. The
+# first is short because a neighbour's size (and its memory) often ends within seconds; the
+# last is long because a neighbour's whole grade can take minutes.
+PAUSE_S = (5.0, 30.0)
+
+
+class OutOfMemory(Exception):
+    """The grader's own allocation failed in an attempt at a size; ``result`` is that attempt's."""
+
+    def __init__(self, result: SizeResult):
+        super().__init__(result.id)
+        self.result = result
+
+
+def pauses(wait_s: float):
+    """The pauses before each new attempt, exhausted once they would add up past ``wait_s``."""
+    waited, pause = 0.0, PAUSE_S[0]
+    while waited + pause <= wait_s:
+        yield pause
+        waited += pause
+        pause = min(2 * pause, PAUSE_S[1])
+
+
+def release(device) -> None:
+    """References and pristine copies are cached by torch's allocator; handing them back
+    leaves the GPU memory to the sandboxes (a correct kernel must never hit an OOM because
+    the grader kept a previous size's buffers) and to other grades on the GPU."""
+    if device.kind == "cuda":
+        torch.cuda.empty_cache()
+
+
+def waiting_for_memory(attempt, device, wait_s: float) -> SizeResult:
+    """``attempt()`` (a size from fresh inputs, raising :class:`OutOfMemory`) until the
+    grader's own allocations fit or ``wait_s`` is spent; the submission's calls of a failed
+    attempt are discarded with their inputs. The wait is the size's ``gpu_wait`` phase."""
+    waits, waited_s = pauses(wait_s), 0.0
+    while True:
+        try:
+            result = attempt()
+            break
+        except OutOfMemory as out:
+            if (pause := next(waits, None)) is None:
+                result = _out_of_memory(out.result, out.__cause__, device, waited_s)
+                break
+            release(device)
+            time.sleep(pause)
+            waited_s += pause
+    if waited_s:
+        phases.add(result.phases, "gpu_wait", 1e3 * waited_s)
+    return result
+
+
+def _out_of_memory(result: SizeResult, exc: BaseException, device, waited_s: float) -> SizeResult:
+    """Still no memory: not the submission's verdict, but no grade can vouch for a size it did
+    not run, so the size stays at the floor under a code of its own, which a pipeline retries
+    on a GPU that is not shared."""
+    detail = f"{type(exc).__name__}"
+    if device.kind == "cuda":
+        free, total = torch.cuda.mem_get_info(torch.device(device.torch_name))
+        detail += (f": {free / 2**20:.0f} MiB free of {total / 2**30:.0f} GiB on {device.torch_name} after waiting "
+                   f"{waited_s:.0f} s; other processes hold the rest (several grades on one GPU?)")
+    result.flag("grader_out_of_memory", detail)
+    release(device)
+    return result
