@@ -10,7 +10,7 @@
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
 #   bash tools/gpu_check.sh attention_solution  # attention: the solution x3 alone
 #   bash tools/gpu_check.sh prefill      # chunked_prefill: expert as submission, solution x3, starting kernel, cheats
-#   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, starting kernel, cheats
+#   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, solution x3, starting kernel, cheats
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
 #                                        # BASELINES_K="public" (or "hidden") for one half per GPU
 #   bash tools/gpu_check.sh stability    # rmsnorm_stability + attention_stability: the expert graded as
@@ -146,8 +146,9 @@ for MODE in "${@:-quick}"; do
       'grade chunked_prefill cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
   moe)
     # moe_experts: the expert as a trusted submission (eager or compiled grouped GEMM against
-    # itself), the starting kernel, then its cheats.
+    # itself), the solution x3, the starting kernel, then its cheats.
     grade moe_experts moe_expert_as_submission expert/moe_experts/expert_grouped_mm.py $SEALED --nodus-trusted --nodus-reruns=3
+    grade moe_experts moe_solution expert/moe_experts/solution.py $SEALED --nodus-reruns=3
     grade moe_experts moe_starting_kernel env_suites/moe_experts/starting_kernel.py $SEALED
     ls tests/cheats/moe_experts/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
       'grade moe_experts cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;

@@ -50,6 +50,7 @@ OTHERS = {
     "chunked_prefill/solution": REPO / "expert" / "chunked_prefill" / "solution.py",
     "chunked_prefill/starting_kernel": REPO / "env_suites" / "chunked_prefill" / "starting_kernel.py",
     "moe_experts/expert": REPO / "expert" / "moe_experts" / "expert_grouped_mm.py",
+    "moe_experts/solution": REPO / "expert" / "moe_experts" / "solution.py",
     "moe_experts/starting_kernel": REPO / "env_suites" / "moe_experts" / "starting_kernel.py",
 }
 

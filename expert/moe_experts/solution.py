@@ -1,0 +1,252 @@
+"""Solution for moe_experts: the routed experts forward and backward in eight launches of four
+Triton kernels, each gathering its rows where it loads them, none padding a group or copying
+a token.
+
+The routes (token, slot) are sorted stably by expert on the device; an expert's routes are a
+contiguous run of that order, cut into tiles of BLOCK_M rows (a tile never straddles two
+experts). No shape depends on the routing and nothing waits on the host: the tile table has
+room for the most tiles any routing can make (cdiv(T*K, BLOCK_M) + E) and a tile past the
+last real one returns at once.
+
+1. ``_up``: each tile's tokens gathered from ``x`` once for both W1 and W3 (two accumulators
+   over the same loads), SwiGLU in the epilogue; h1, h3 and a = silu(h1) * h3 kept in bf16
+   for the backward.
+2. ``_rows`` (forward): o = a W2^T per route, bf16, in route order.
+3. ``_combine``: per token, y = sum_k w_k o_k in fp32 (a fixed order: deterministic, no
+   atomics) and dtopk_weights = <o_k, dy>.
+4. ``_rows`` (backward): da = (w dy[token]) W2, the weighting and the gather done as the rows
+   load, SwiGLU's backward in the epilogue (dh1, dh3); then dx per route = dh1 W1 + dh3 W3
+   (two products into one accumulator), summed per token by ``_combine``.
+5. ``_weights``: per expert, dW2 = (w dy)^T a, dW1 = dh1^T x, dW3 = dh3^T x over its own
+   routes; an expert nobody chose writes zeros.
+
+Every product accumulates in fp32 and is rounded to bf16 once, where torch's grouped GEMM
+rounds too (h1, h3, a, o, dO, da's products, the weight gradients).
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+
+def _config(device: torch.device) -> dict:
+    # _up keeps two accumulators (W1's and W3's) per tile: half as many columns keeps them at
+    # 128 x 64 fp32 each, 64 registers per thread at 8 warps, as one 128 x 128 tile would.
+    if device.type == "cuda":
+        return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_N_UP=64, BLOCK_K=64, num_warps=8, num_stages=3)
+    return dict(BLOCK_M=16, BLOCK_N=16, BLOCK_N_UP=16, BLOCK_K=16, num_warps=4, num_stages=1)  # the interpreter
+
+
+@triton.jit
+def _tile(tile_expert, tile_row0, expert_end, pid):
+    e = tl.load(tile_expert + pid)
+    return e, tl.load(tile_row0 + pid), tl.load(expert_end + e)
+
+
+@triton.jit
+def _up(x, route_token, w1, w3, h1, h3, act, tile_expert, tile_row0, expert_end, D, F,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    e, row0, row_end = _tile(tile_expert, tile_row0, expert_end, tl.program_id(0))
+    if row0 >= row_end:
+        return
+    rows = row0 + tl.arange(0, BLOCK_M)
+    row_ok = rows < row_end
+    token = tl.load(route_token + rows, mask=row_ok, other=0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < F
+    ks = tl.arange(0, BLOCK_K)
+    acc1 = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+    acc3 = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+    w_base = e.to(tl.int64) * F * D
+    for k0 in range(0, D, BLOCK_K):
+        k_ok = k0 + ks < D
+        a = tl.load(x + token[:, None] * D + (k0 + ks)[None, :], mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        wmask = k_ok[:, None] & col_ok[None, :]
+        b1 = tl.load(w1 + w_base + cols[None, :] * D + (k0 + ks)[:, None], mask=wmask, other=0.0)
+        b3 = tl.load(w3 + w_base + cols[None, :] * D + (k0 + ks)[:, None], mask=wmask, other=0.0)
+        acc1 = tl.dot(a, b1, acc1)
+        acc3 = tl.dot(a, b3, acc3)
+    g = acc1.to(tl.bfloat16).to(tl.float32)
+    u = acc3.to(tl.bfloat16).to(tl.float32)
+    out = rows[:, None].to(tl.int64) * F + cols[None, :]
+    mask = row_ok[:, None] & col_ok[None, :]
+    tl.store(h1 + out, g.to(tl.bfloat16), mask=mask)
+    tl.store(h3 + out, u.to(tl.bfloat16), mask=mask)
+    tl.store(act + out, (g * tl.sigmoid(g) * u).to(tl.bfloat16), mask=mask)
+
+
+@triton.jit
+def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0, expert_end, N, K,
+          b_stride_n, b_stride_k, GATHER: tl.constexpr, TWO: tl.constexpr, SWIGLU_BACKWARD: tl.constexpr,
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """c[r, n] = sum_k A[r, k] B[e][n, k] (+ A2[r, k] B2[e][n, k]) over a tile of expert e's
+    routes r. GATHER: A's row r is a[token[r]] * weight[r], rounded to bf16 (dO). With
+    SWIGLU_BACKWARD the product is da and the epilogue writes dh1 to c and dh3 to c2."""
+    e, row0, row_end = _tile(tile_expert, tile_row0, expert_end, tl.program_id(0))
+    if row0 >= row_end:
+        return
+    rows = row0 + tl.arange(0, BLOCK_M)
+    row_ok = rows < row_end
+    if GATHER:
+        a_rows = tl.load(a_token + rows, mask=row_ok, other=0).to(tl.int64)
+        scale = tl.load(a_weight + rows, mask=row_ok, other=0.0)
+    else:
+        a_rows = rows.to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < N
+    ks = tl.arange(0, BLOCK_K)
+    b_base = e.to(tl.int64) * N * K
+    acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_ok = k0 + ks < K
+        amask = row_ok[:, None] & k_ok[None, :]
+        bmask = k_ok[:, None] & col_ok[None, :]
+        lhs = tl.load(a + a_rows[:, None] * K + (k0 + ks)[None, :], mask=amask, other=0.0)
+        if GATHER:
+            lhs = (lhs.to(tl.float32) * scale[:, None]).to(tl.bfloat16)
+        rhs = tl.load(b + b_base + cols[None, :] * b_stride_n + (k0 + ks)[:, None] * b_stride_k, mask=bmask, other=0.0)
+        acc = tl.dot(lhs, rhs, acc)
+        if TWO:
+            lhs2 = tl.load(a2 + a_rows[:, None] * K + (k0 + ks)[None, :], mask=amask, other=0.0)
+            rhs2 = tl.load(b2 + b_base + cols[None, :] * b_stride_n + (k0 + ks)[:, None] * b_stride_k, mask=bmask,
+                           other=0.0)
+            acc = tl.dot(lhs2, rhs2, acc)
+    out = rows[:, None].to(tl.int64) * N + cols[None, :]
+    mask = row_ok[:, None] & col_ok[None, :]
+    if SWIGLU_BACKWARD:
+        da = acc.to(tl.bfloat16).to(tl.float32)
+        g = tl.load(h1 + out, mask=mask, other=0.0).to(tl.float32)
+        u = tl.load(h3 + out, mask=mask, other=0.0).to(tl.float32)
+        sig = tl.sigmoid(g)
+        tl.store(c + out, (da * u * sig * (1.0 + g * (1.0 - sig))).to(tl.bfloat16), mask=mask)
+        tl.store(c2 + out, (da * g * sig).to(tl.bfloat16), mask=mask)
+    else:
+        tl.store(c + out, acc.to(tl.bfloat16), mask=mask)
+
+
+@triton.jit
+def _combine(o, dx_route, dy, weights, route_pos, y, dx, dweights, D, K: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Per token: y = sum_k w_k o_k, dx = sum_k dx_k (fp32, slot order), dweights_k = <o_k, dy>."""
+    t = tl.program_id(0).to(tl.int64)
+    for d0 in range(0, D, BLOCK_D):
+        ds = d0 + tl.arange(0, BLOCK_D)
+        ok = ds < D
+        g = tl.load(dy + t * D + ds, mask=ok, other=0.0).to(tl.float32)
+        y_acc = tl.zeros((BLOCK_D,), tl.float32)
+        dx_acc = tl.zeros((BLOCK_D,), tl.float32)
+        for k in range(K):
+            r = tl.load(route_pos + t * K + k).to(tl.int64)
+            w = tl.load(weights + t * K + k)
+            out = tl.load(o + r * D + ds, mask=ok, other=0.0).to(tl.float32)
+            y_acc += w * out
+            dx_acc += tl.load(dx_route + r * D + ds, mask=ok, other=0.0).to(tl.float32)
+            tl.atomic_add(dweights + t * K + k, tl.sum(out * g, 0))  # the token's own slot: one program per token
+        tl.store(y + t * D + ds, y_acc.to(tl.bfloat16), mask=ok)
+        tl.store(dx + t * D + ds, dx_acc.to(tl.bfloat16), mask=ok)
+
+
+@triton.jit
+def _weights(a, a_token, a_weight, b, b_token, dw, expert_start, expert_end, N1, N2,
+             GATHER_A: tl.constexpr, GATHER_B: tl.constexpr,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """dw[e][n1, n2] = sum over expert e's routes r of A[r, n1] B[r, n2]. GATHER_A: A's row r is
+    a[token[r]] * weight[r] rounded to bf16 (dO); GATHER_B: B's row r is b[token[r]] (x)."""
+    e = tl.program_id(0)
+    start = tl.load(expert_start + e)
+    end = tl.load(expert_end + e)
+    m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+    n = tl.program_id(2) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_ok = m < N1
+    n_ok = n < N2
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+    for r0 in range(start, end, BLOCK_K):
+        r = r0 + ks
+        r_ok = r < end
+        if GATHER_A:
+            a_rows = tl.load(a_token + r, mask=r_ok, other=0).to(tl.int64)
+        else:
+            a_rows = r.to(tl.int64)
+        if GATHER_B:
+            b_rows = tl.load(b_token + r, mask=r_ok, other=0).to(tl.int64)
+        else:
+            b_rows = r.to(tl.int64)
+        lhs = tl.load(a + a_rows[None, :] * N1 + m[:, None], mask=m_ok[:, None] & r_ok[None, :], other=0.0)
+        if GATHER_A:
+            scale = tl.load(a_weight + r, mask=r_ok, other=0.0)
+            lhs = (lhs.to(tl.float32) * scale[None, :]).to(tl.bfloat16)
+        rhs = tl.load(b + b_rows[:, None] * N2 + n[None, :], mask=r_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = tl.dot(lhs, rhs, acc)
+    out = e.to(tl.int64) * N1 * N2 + m[:, None] * N2 + n[None, :]
+    tl.store(dw + out, acc.to(tl.bfloat16), mask=m_ok[:, None] & n_ok[None, :])
+
+
+def _routes(topk_ids: torch.Tensor, experts: int, block_m: int):
+    """Route order by expert and the tile table, all on the device."""
+    t, k = topk_ids.shape
+    flat = topk_ids.reshape(-1).long()
+    order = torch.argsort(flat, stable=True)
+    counts = torch.bincount(flat, minlength=experts)
+    ends = torch.cumsum(counts, 0)
+    starts = ends - counts
+    tiles = (counts + block_m - 1) // block_m
+    tile_ends = torch.cumsum(tiles, 0)
+    capacity = triton.cdiv(t * k, block_m) + experts
+    tile = torch.arange(capacity, device=flat.device)
+    expert = torch.searchsorted(tile_ends, tile, right=True).clamp_(max=experts - 1)
+    row0 = starts[expert] + (tile - (tile_ends - tiles)[expert]) * block_m
+    row0 = torch.where(tile < tile_ends[-1], row0, ends[expert])  # past the last tile: empty
+    position = torch.empty_like(order)
+    position[order] = torch.arange(order.numel(), device=flat.device)
+    return (order, (order // k).to(torch.int32), position.to(torch.int32), starts.to(torch.int32),
+            ends.to(torch.int32), expert.to(torch.int32), row0.to(torch.int32))
+
+
+def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
+    t, d = x.shape
+    k = topk_ids.shape[1]
+    experts, f, _ = w1.shape
+    cfg = _config(x.device)
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    launch = dict(num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    order, token, position, starts, ends, tile_expert, tile_row0 = _routes(topk_ids, experts, bm)
+    weight = topk_weights.reshape(-1)[order].float().contiguous()
+    routes = t * k
+    tiles = tile_expert.numel()
+    x, dy, w1, w3, w2 = (v.contiguous() for v in (x, dy, w1, w3, w2))
+
+    h1, h3, act = (torch.empty(routes, f, dtype=torch.bfloat16, device=x.device) for _ in range(3))
+    bn_up = cfg["BLOCK_N_UP"]
+    _up[(tiles, triton.cdiv(f, bn_up))](x, token, w1, w3, h1, h3, act, tile_expert, tile_row0, ends, d, f,
+                                        BLOCK_M=bm, BLOCK_N=bn_up, BLOCK_K=bk, **launch)
+    o = torch.empty(routes, d, dtype=torch.bfloat16, device=x.device)
+    _rows[(tiles, triton.cdiv(d, bn))](act, token, weight, w2, act, w2, o, o, h1, h3, tile_expert, tile_row0, ends,
+                                       d, f, f, 1, GATHER=False, TWO=False, SWIGLU_BACKWARD=False,
+                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+    # da = dO W2: B[e][n = f, k = d] is w2[e][d, f].
+    dh1, dh3 = torch.empty_like(h1), torch.empty_like(h3)
+    _rows[(tiles, triton.cdiv(f, bn))](dy, token, weight, w2, dy, w2, dh1, dh3, h1, h3, tile_expert, tile_row0, ends,
+                                       f, d, 1, f, GATHER=True, TWO=False, SWIGLU_BACKWARD=True,
+                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+    # dx per route = dh1 W1 + dh3 W3: B[e][n = d, k = f] is w1[e][f, d].
+    dx_route = torch.empty(routes, d, dtype=torch.bfloat16, device=x.device)
+    _rows[(tiles, triton.cdiv(d, bn))](dh1, token, weight, w1, dh3, w3, dx_route, dx_route, h1, h3, tile_expert,
+                                       tile_row0, ends, d, f, 1, d, GATHER=False, TWO=True, SWIGLU_BACKWARD=False,
+                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+
+    y = torch.empty_like(x)
+    dx = torch.empty_like(x)
+    dweights = torch.zeros(t, k, dtype=torch.float32, device=x.device)
+    _combine[(t,)](o, dx_route, dy, topk_weights.float().contiguous(), position, y, dx, dweights, d, K=k,
+                   BLOCK_D=min(triton.next_power_of_2(d), 1024))
+
+    dw1, dw3, dw2 = torch.empty_like(w1), torch.empty_like(w3), torch.empty_like(w2)
+    grid_f_d = (experts, triton.cdiv(f, bm), triton.cdiv(d, bn))
+    _weights[grid_f_d](dh1, token, weight, x, token, dw1, starts, ends, f, d, GATHER_A=False, GATHER_B=True,
+                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+    _weights[grid_f_d](dh3, token, weight, x, token, dw3, starts, ends, f, d, GATHER_A=False, GATHER_B=True,
+                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+    _weights[(experts, triton.cdiv(d, bm), triton.cdiv(f, bn))](dy, token, weight, act, token, dw2, starts, ends, d, f,
+                                                                GATHER_A=True, GATHER_B=False,
+                                                                BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+    return y, dx, dw1, dw3, dw2, dweights
