@@ -44,7 +44,7 @@ def _tile(tile_expert, tile_row0, expert_end, pid):
 
 
 @triton.jit
-def _up(x, route_token, w1, w3, h1, h3, act, tile_expert, tile_row0, expert_end, D, F,
+def _up(x, route_token, route_weight, w1, w3, h1, h3, act, act_weighted, tile_expert, tile_row0, expert_end, D, F,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     e, row0, row_end = _tile(tile_expert, tile_row0, expert_end, tl.program_id(0))
     if row0 >= row_end:
@@ -72,7 +72,10 @@ def _up(x, route_token, w1, w3, h1, h3, act, tile_expert, tile_row0, expert_end,
     mask = row_ok[:, None] & col_ok[None, :]
     tl.store(h1 + out, g.to(tl.bfloat16), mask=mask)
     tl.store(h3 + out, u.to(tl.bfloat16), mask=mask)
-    tl.store(act + out, (g * tl.sigmoid(g) * u).to(tl.bfloat16), mask=mask)
+    a = (g * tl.sigmoid(g) * u).to(tl.bfloat16)
+    tl.store(act + out, a, mask=mask)
+    w = tl.load(route_weight + rows, mask=row_ok, other=0.0)
+    tl.store(act_weighted + out, (a.to(tl.float32) * w[:, None]).to(tl.bfloat16), mask=mask)
 
 
 @triton.jit
@@ -80,8 +83,10 @@ def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0
           b_stride_n, b_stride_k, GATHER: tl.constexpr, TWO: tl.constexpr, SWIGLU_BACKWARD: tl.constexpr,
           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """c[r, n] = sum_k A[r, k] B[e][n, k] (+ A2[r, k] B2[e][n, k]) over a tile of expert e's
-    routes r. GATHER: A's row r is a[token[r]] * weight[r], rounded to bf16 (dO). With
-    SWIGLU_BACKWARD the product is da and the epilogue writes dh1 to c and dh3 to c2."""
+    routes r. GATHER: A's row r is a[token[r]] and the product is scaled by weight[r] in the
+    epilogue (the routing weight commutes with the product, so the rows go from memory to
+    the tensor cores untouched). With SWIGLU_BACKWARD the product is da and the epilogue
+    writes dh1 to c and dh3 to c2."""
     e, row0, row_end = _tile(tile_expert, tile_row0, expert_end, tl.program_id(0))
     if row0 >= row_end:
         return
@@ -89,7 +94,6 @@ def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0
     row_ok = rows < row_end
     if GATHER:
         a_rows = tl.load(a_token + rows, mask=row_ok, other=0).to(tl.int64)
-        scale = tl.load(a_weight + rows, mask=row_ok, other=0.0)
     else:
         a_rows = rows.to(tl.int64)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -102,8 +106,6 @@ def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0
         amask = row_ok[:, None] & k_ok[None, :]
         bmask = k_ok[:, None] & col_ok[None, :]
         lhs = tl.load(a + a_rows[:, None] * K + (k0 + ks)[None, :], mask=amask, other=0.0)
-        if GATHER:
-            lhs = (lhs.to(tl.float32) * scale[:, None]).to(tl.bfloat16)
         rhs = tl.load(b + b_base + cols[None, :] * b_stride_n + (k0 + ks)[:, None] * b_stride_k, mask=bmask, other=0.0)
         acc = tl.dot(lhs, rhs, acc)
         if TWO:
@@ -113,6 +115,8 @@ def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0
             acc = tl.dot(lhs2, rhs2, acc)
     out = rows[:, None].to(tl.int64) * N + cols[None, :]
     mask = row_ok[:, None] & col_ok[None, :]
+    if GATHER:
+        acc = acc * tl.load(a_weight + rows, mask=row_ok, other=0.0)[:, None]
     if SWIGLU_BACKWARD:
         da = acc.to(tl.bfloat16).to(tl.float32)
         g = tl.load(h1 + out, mask=mask, other=0.0).to(tl.float32)
@@ -146,11 +150,11 @@ def _combine(o, dx_route, dy, weights, route_pos, y, dx, dweights, D, K: tl.cons
 
 
 @triton.jit
-def _weights(a, a_token, a_weight, b, b_token, dw, expert_start, expert_end, N1, N2,
+def _weights(a, a_token, b, b_token, dw, expert_start, expert_end, N1, N2,
              GATHER_A: tl.constexpr, GATHER_B: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """dw[e][n1, n2] = sum over expert e's routes r of A[r, n1] B[r, n2]. GATHER_A: A's row r is
-    a[token[r]] * weight[r] rounded to bf16 (dO); GATHER_B: B's row r is b[token[r]] (x)."""
+    a[token[r]] (dy); GATHER_B: B's row r is b[token[r]] (x)."""
     e = tl.program_id(0)
     start = tl.load(expert_start + e)
     end = tl.load(expert_end + e)
@@ -172,9 +176,6 @@ def _weights(a, a_token, a_weight, b, b_token, dw, expert_start, expert_end, N1,
         else:
             b_rows = r.to(tl.int64)
         lhs = tl.load(a + a_rows[None, :] * N1 + m[:, None], mask=m_ok[:, None] & r_ok[None, :], other=0.0)
-        if GATHER_A:
-            scale = tl.load(a_weight + r, mask=r_ok, other=0.0)
-            lhs = (lhs.to(tl.float32) * scale[None, :]).to(tl.bfloat16)
         rhs = tl.load(b + b_rows[:, None] * N2 + n[None, :], mask=r_ok[:, None] & n_ok[None, :], other=0.0)
         acc = tl.dot(lhs, rhs, acc)
     out = e.to(tl.int64) * N1 * N2 + m[:, None] * N2 + n[None, :]
@@ -215,19 +216,21 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     tiles = tile_expert.numel()
     x, dy, w1, w3, w2 = (v.contiguous() for v in (x, dy, w1, w3, w2))
 
-    h1, h3, act = (torch.empty(routes, f, dtype=torch.bfloat16, device=x.device) for _ in range(3))
+    h1, h3, act, act_weighted = (torch.empty(routes, f, dtype=torch.bfloat16, device=x.device) for _ in range(4))
     bn_up = cfg["BLOCK_N_UP"]
-    _up[(tiles, triton.cdiv(f, bn_up))](x, token, w1, w3, h1, h3, act, tile_expert, tile_row0, ends, d, f,
+    _up[(tiles, triton.cdiv(f, bn_up))](x, token, weight, w1, w3, h1, h3, act, act_weighted, tile_expert, tile_row0,
+                                        ends, d, f,
                                         BLOCK_M=bm, BLOCK_N=bn_up, BLOCK_K=bk, **launch)
     o = torch.empty(routes, d, dtype=torch.bfloat16, device=x.device)
     _rows[(tiles, triton.cdiv(d, bn))](act, token, weight, w2, act, w2, o, o, h1, h3, tile_expert, tile_row0, ends,
                                        d, f, f, 1, GATHER=False, TWO=False, SWIGLU_BACKWARD=False,
                                        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
-    # da = dO W2: B[e][n = f, k = d] is w2[e][d, f].
+    # da = w (dy[token] W2): B[e][n = f, k = d] is w2[e][d, f]. Its epilogue also reads h1
+    # and h3: the narrower tile of _up keeps it from spilling.
     dh1, dh3 = torch.empty_like(h1), torch.empty_like(h3)
-    _rows[(tiles, triton.cdiv(f, bn))](dy, token, weight, w2, dy, w2, dh1, dh3, h1, h3, tile_expert, tile_row0, ends,
-                                       f, d, 1, f, GATHER=True, TWO=False, SWIGLU_BACKWARD=True,
-                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+    _rows[(tiles, triton.cdiv(f, bn_up))](dy, token, weight, w2, dy, w2, dh1, dh3, h1, h3, tile_expert, tile_row0,
+                                          ends, f, d, 1, f, GATHER=True, TWO=False, SWIGLU_BACKWARD=True,
+                                          BLOCK_M=bm, BLOCK_N=bn_up, BLOCK_K=bk, **launch)
     # dx per route = dh1 W1 + dh3 W3: B[e][n = d, k = f] is w1[e][f, d].
     dx_route = torch.empty(routes, d, dtype=torch.bfloat16, device=x.device)
     _rows[(tiles, triton.cdiv(d, bn))](dh1, token, weight, w1, dh3, w3, dx_route, dx_route, h1, h3, tile_expert,
@@ -242,11 +245,12 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
 
     dw1, dw3, dw2 = torch.empty_like(w1), torch.empty_like(w3), torch.empty_like(w2)
     grid_f_d = (experts, triton.cdiv(f, bm), triton.cdiv(d, bn))
-    _weights[grid_f_d](dh1, token, weight, x, token, dw1, starts, ends, f, d, GATHER_A=False, GATHER_B=True,
+    _weights[grid_f_d](dh1, token, x, token, dw1, starts, ends, f, d, GATHER_A=False, GATHER_B=True,
                        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
-    _weights[grid_f_d](dh3, token, weight, x, token, dw3, starts, ends, f, d, GATHER_A=False, GATHER_B=True,
+    _weights[grid_f_d](dh3, token, x, token, dw3, starts, ends, f, d, GATHER_A=False, GATHER_B=True,
                        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
-    _weights[(experts, triton.cdiv(d, bm), triton.cdiv(f, bn))](dy, token, weight, act, token, dw2, starts, ends, d, f,
+    # dW2 = (w dy[token])^T a = dy[token]^T (w a): the weight rides on a, stored weighted by _up.
+    _weights[(experts, triton.cdiv(d, bm), triton.cdiv(f, bn))](dy, token, act_weighted, token, dw2, starts, ends, d, f,
                                                                 GATHER_A=True, GATHER_B=False,
                                                                 BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
     return y, dx, dw1, dw3, dw2, dweights
