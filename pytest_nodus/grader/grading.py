@@ -14,7 +14,6 @@ role is ``grader/checks.py``.
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass
 from pathlib import Path
 
