@@ -22,20 +22,21 @@ from triton.compiler import ASTSource
 SOLUTION = Path(__file__).resolve().parents[2] / "expert" / "moe_experts" / "solution.py"
 P, I = "*bf16", "*i32"
 TILE = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64)
+ROUTES = dict(tile_expert=I, tile_row0=I, expert_end=I)
+UP = dict(x=P, route_token=I, route_weight="*fp32", w1=P, w3=P, h1=P, h3=P, act=P, act_weighted=P, **ROUTES,
+          D="i32", F="i32")
+ROWS = dict(a=P, a_token=I, a_weight="*fp32", b=P, a2=P, b2=P, c=P, c2=P, h1=P, h3=P, **ROUTES, N="i32", K="i32",
+            b_stride_n="i32", b_stride_k="i32")
+WEIGHTS = dict(a=P, a_token=I, b=P, b_token=I, dw=P, expert_start=I, expert_end=I, N1="i32", N2="i32")
+COMBINE = dict(o=P, dx_route=P, dy=P, weights="*fp32", route_pos=I, y=P, dx=P, dweights="*fp32", D="i32")
+# label: (kernel, signature, constexprs, warps), as solution.kernel launches them on the GPU
 KERNELS = {
-    "_up": (dict(x=P, route_token=I, route_weight="*fp32", w1=P, w3=P, h1=P, h3=P, act=P, act_weighted=P,
-                 tile_expert=I, tile_row0=I, expert_end=I, D="i32", F="i32"), dict(TILE, BLOCK_N=64)),
-    "_rows (dx: two products)": ("_rows", dict(a=P, a_token=I, a_weight="*fp32", b=P, a2=P, b2=P, c=P, c2=P, h1=P, h3=P,
-                                              tile_expert=I, tile_row0=I, expert_end=I, N="i32", K="i32",
-                                              b_stride_n="i32", b_stride_k="i32"),
-                                 dict(TILE, GATHER=False, TWO=True, SWIGLU_BACKWARD=False)),
-    "_rows (da: gathered, SwiGLU backward)": ("_rows", None, dict(TILE, BLOCK_N=64, GATHER=True, TWO=False,
-                                                                  SWIGLU_BACKWARD=True)),
-    "_weights (dW2: gathered A)": ("_weights", dict(a=P, a_token=I, b=P, b_token=I, dw=P,
-                                                   expert_start=I, expert_end=I, N1="i32", N2="i32"),
-                                   dict(TILE, GATHER_A=True, GATHER_B=False)),
-    "_combine": ("_combine", dict(o=P, dx_route=P, dy=P, weights="*fp32", route_pos=I, y=P, dx=P, dweights="*fp32",
-                                  D="i32"), dict(K=8, BLOCK_D=1024)),
+    "_up": ("_up", UP, dict(TILE, BLOCK_N=64), 8),
+    "_rows (dx: two products)": ("_rows", ROWS, dict(TILE, GATHER=False, TWO=True, SWIGLU_BACKWARD=False), 8),
+    "_rows (da: gathered, SwiGLU backward)": ("_rows", ROWS, dict(TILE, BLOCK_N=64, GATHER=True, TWO=False,
+                                                                  SWIGLU_BACKWARD=True), 8),
+    "_weights (dW2: gathered A)": ("_weights", WEIGHTS, dict(TILE, GATHER_A=True, GATHER_B=False), 8),
+    "_combine": ("_combine", COMBINE, dict(K=8, BLOCK_D=1024), 4),
 }
 
 
@@ -44,19 +45,11 @@ def main() -> None:
     solution = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(solution)
     ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas-blackwell"
-    last_signature = None
-    for label, entry in KERNELS.items():
-        if len(entry) == 2:
-            name, (signature, constexprs) = label, entry
-        else:
-            name, signature, constexprs = entry
-        signature = signature or last_signature
-        last_signature = signature
+    for label, (name, signature, constexprs, warps) in KERNELS.items():
         full = {**signature, **{k: "constexpr" for k in constexprs}}
         attrs = {(i,): [["tt.divisibility", 16]] for i, k in enumerate(full) if full[k] != "constexpr"}
-        fn = getattr(solution, name)
-        warps = 4 if name == "_combine" else 8
-        compiled = triton.compile(ASTSource(fn=fn, signature=full, constexprs=constexprs, attrs=attrs),
+        compiled = triton.compile(ASTSource(fn=getattr(solution, name), signature=full, constexprs=constexprs,
+                                            attrs=attrs),
                                   target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": 3})
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
             f.write(compiled.asm["ptx"])
