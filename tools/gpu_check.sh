@@ -10,6 +10,7 @@
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
 #   bash tools/gpu_check.sh attention_solution  # attention: the solution x3 alone
 #   bash tools/gpu_check.sh prefill      # chunked_prefill: expert as submission, solution x3, starting kernel, cheats
+#   bash tools/gpu_check.sh prefill_expert  # chunked_prefill: the cuDNN expert as a trusted submission alone
 #   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, solution x3, starting kernel, cheats
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
 #                                        # BASELINES_K="public" (or "hidden") for one half per GPU
@@ -136,10 +137,11 @@ for MODE in "${@:-quick}"; do
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")
     grade rmsnorm solution_xdist expert/rmsnorm/solution.py $SEALED --nodus-reruns=2 -n $workers ;;
-  prefill)
+  prefill|prefill_expert)
     # chunked_prefill: the expert as a trusted submission (cuDNN graded against itself), the
     # solution x3, the starting kernel, then its cheats.
     grade chunked_prefill prefill_expert_as_submission expert/chunked_prefill/expert_cuda.py $SEALED --nodus-trusted
+    [ "$MODE" = prefill_expert ] && continue
     grade chunked_prefill prefill_solution expert/chunked_prefill/solution.py $SEALED --nodus-reruns=3
     grade chunked_prefill prefill_starting_kernel env_suites/chunked_prefill/starting_kernel.py $SEALED
     ls tests/cheats/chunked_prefill/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
