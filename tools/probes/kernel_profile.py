@@ -1,0 +1,91 @@
+"""Where a kernel's time goes, and which of a solution's tile choices is fastest, on the GPU.
+
+    python3 tools/probes/kernel_profile.py ENV --only public-0,hidden-1 [--sealed sealed_fixtures]
+        [--kernels expert,solution] [--sweep ATTR --values "EXPR;EXPR;..."]
+
+Profile (always): per kernel file and size, torch.profiler over 3 calls after a warm-up; the
+GPU kernels that take the most time, in us per call, so a slow launch shows by name.
+Sweep (``--sweep``): the solution's module attribute ATTR replaced by each Python EXPR in
+turn (e.g. ``_config`` by ``lambda device: dict(BLOCK_M=64, ...)``), each timed as
+tools/bench_env.py times a kernel; "default" is the file as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import bench_env  # noqa: E402
+from pytest_nodus.grader import devices  # noqa: E402
+from pytest_nodus.grader import inputs as nodus_inputs  # noqa: E402
+from pytest_nodus.grader.environment import load_hidden_sizes  # noqa: E402
+
+TOP = 12
+
+
+def profile(env, name: str, module, dims, seed: int) -> None:
+    fresh = nodus_inputs.make_inputs(env, dims, seed, torch.device("cuda"))
+    bench_env.call(env, module, fresh)  # warm-up: compiles, plans
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            bench_env.call(env, module, fresh)
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if e.device_time_total > 0]
+    events.sort(key=lambda e: -e.device_time_total)
+    total = sum(e.device_time_total for e in events) / 3
+    print(f"  {name}: {total:.1f} us of GPU kernels per call")
+    for e in events[:TOP]:
+        print(f"    {e.device_time_total / 3:10.1f} us  x{e.count // 3:<3d} {e.key[:110]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("env")
+    parser.add_argument("--only", required=True)
+    parser.add_argument("--sealed", type=Path)
+    parser.add_argument("--kernels", default="expert,solution")
+    parser.add_argument("--sweep")
+    parser.add_argument("--values", default="")
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+    env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
+    prof_ = env.profile("cuda")
+    known = bench_env.kernel_files(args.env, prof_)
+    modules = {n: bench_env.load(n, known[n]) for n in args.kernels.split(",")}
+    sizes = {f"public-{i}": d for i, d in enumerate(prof_.sizes)}
+    if args.sealed:
+        sizes.update({f"hidden-{i}": d for i, d in enumerate(load_hidden_sizes(args.sealed, env, "cuda"))})
+    device = devices.choose("cuda")
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    for label in args.only.split(","):
+        dims = sizes[label]
+        print(f"{label} {dims}", flush=True)
+        for name, module in modules.items():
+            profile(env, name, module, dims, seed=11)
+        if args.sweep:
+            solution = modules["solution"]
+            default = getattr(solution, args.sweep)
+            variants = [("default", default)] + [(v.strip(), eval(v)) for v in args.values.split(";") if v.strip()]
+            base = bench_env.time_size(env, {"expert": modules["expert"]}, dims, args.reps, flush, 21, device)
+            for text, value in variants:
+                setattr(solution, args.sweep, value)
+                got = bench_env.time_size(env, {"solution": solution}, dims, args.reps, flush, 21, device)
+                if got.get("solution") and base.get("expert"):
+                    ms = got["solution"][0]
+                    print(f"  sweep {ms:9.3f} ms {base['expert'][0] / ms:6.3f}x  {text}", flush=True)
+            setattr(solution, args.sweep, default)
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
