@@ -23,9 +23,9 @@
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
-# ATTENTION_PARALLEL=N grades N attention cheats at once (default 1); however many lanes ask,
-# at most ATTENTION_SLOTS (default 2) attention grades run at once per GPU; FAULTHANDLER_S=N (default 240) dumps a grade's stacks into its log when one size
-# runs longer.
+# ATTENTION_PARALLEL=N grades N attention cheats at once (default 1); the grades' memory
+# reservations decide how many of them run at once. FAULTHANDLER_S=N (default 240) dumps a
+# grade's stacks into its log when one size runs longer.
 # --gpu N first pins the whole invocation to GPU N (two invocations can then share a
 # 2-GPU machine); NODUS_DEADLINE=<epoch s> makes grades that would start after it skip,
 # and cuts the running one, so the archive and table still come back inside a time limit.
@@ -40,21 +40,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then  # flock: two invocations may start toget
     .whl/*.whl || exit 1
 fi
 grade() {  # env name submission [extra pytest args...]
-  # Attention grades (attention_backward, chunked_prefill; moe_experts too) wait for one of ATTENTION_SLOTS
-  # (default 2) per GPU: an attention_backward grade holds ~22 GiB in its grader plus its
-  # sandboxes' arenas, and more of them at once run the driver out of memory, which floors
-  # every size they grade (grader_out_of_memory). Rmsnorm grades take a few GiB and need no slot.
-  if [ "$1" != rmsnorm ] && [ -z "${NODUS_SLOT_HELD:-}" ]; then
-    local i fd
-    while :; do
-      for i in $(seq 1 ${ATTENTION_SLOTS:-2}); do
-        exec {fd}>"/tmp/nodus-attention-gpu${CUDA_VISIBLE_DEVICES:-all}-slot$i.lock"
-        if flock -n $fd; then NODUS_SLOT_HELD=1 grade "$@"; local rc=$?; exec {fd}>&-; return $rc; fi
-        exec {fd}>&-
-      done
-      sleep 2
-    done
-  fi
+  # Grades on one GPU reserve their memory before they start (grader/gpu_ledger.py): as many
+  # run side by side as fit, the others wait (their gpu_wait phase).
   local env=$1 name=$2 sub=$3; shift 3
   local t0=$(date +%s.%N) left=$(( NODUS_DEADLINE - $(date +%s) ))
   if [ $left -lt 30 ]; then echo "$name skipped (deadline)"; return; fi

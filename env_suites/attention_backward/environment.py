@@ -129,6 +129,9 @@ ENVIRONMENT = Environment(
             expert=EXPERT / "expert_cuda.py",
             baselines={"flex_attention": EXPERT / "flex_attention_backward.py"},
             call_timeout_s=120.0,
+            # A FlashAttention-style backward needs its fp32 dQ accumulator and row statistics:
+            # about 1 GiB at the largest public size; 16 leaves room for far less frugal kernels.
+            memory_gib=16.0,
             # Millisecond kernels, and each round's fp32 reference costs more than the kernels:
             # 2 + 10 rounds. The spread over rounds is mostly the inputs' own: documents are
             # drawn fresh each round, so the work of a full-causal size changes with the split.

@@ -87,6 +87,8 @@ ENVIRONMENT = Environment(
             expert=EXPERT / "expert_cuda.py",
             baselines={"flex_attention": EXPERT / "flex_attention_paged.py"},
             call_timeout_s=120.0,
+            # A split-KV kernel's partial outputs and statistics: under 1 GiB at the largest size.
+            memory_gib=8.0,
             # Millisecond kernels whose fp32 reference costs more than they do: 2 + 10 rounds.
             timing=(2, 10),
             fuzz_examples=4),

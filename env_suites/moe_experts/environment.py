@@ -78,6 +78,9 @@ ENVIRONMENT = Environment(
             domain=_domain(65536, (8, 16, 32, 64, 128), 8, (512, 1024, 2048), (256, 512, 768, 1408)),
             expert=EXPERT / "expert_grouped_mm.py",
             call_timeout_s=120.0,
+            # The routes' activations kept for the backward (h1, h3, a and their gradients, T*K x F
+            # bf16 each): about 5 GiB at T = 65536, K = 8, F = 768; 16 leaves room for autograd's own.
+            memory_gib=16.0,
             timing=(2, 10),  # the fp32 reference (expert by expert) costs more than the kernels
             fuzz_examples=4),
         "cpu": Profile(

@@ -47,12 +47,14 @@ def render(env) -> str:
     lines = [BEGIN, "", "| | " + " | ".join(KINDS[k] for k in env.profiles) + " |",
              "|---|" + "---|" * len(env.profiles)]
     rows = {
-        "public sizes (timed)": lambda p: "<br>".join(_dims(d) for d in p.sizes),
-        "fuzzed sizes": lambda p: _domain(p.domain),
-        "time limit per call": lambda p: f"{p.call_timeout_s:g} s",
+        "public sizes (timed)": lambda k, p: "<br>".join(_dims(d) for d in p.sizes),
+        "fuzzed sizes": lambda k, p: _domain(p.domain),
+        "time limit per call": lambda k, p: f"{p.call_timeout_s:g} s",
+        # Reserved per grade on a shared GPU (grader/gpu_ledger.py); a CPU grade reserves nothing.
+        "GPU memory besides inputs and outputs": lambda k, p: f"up to {p.memory_gib:g} GiB" if k == "cuda" else "-",
     }
     for label, cell in rows.items():
-        lines.append(f"| {label} | " + " | ".join(cell(p) for p in env.profiles.values()) + " |")
+        lines.append(f"| {label} | " + " | ".join(cell(k, p) for k, p in env.profiles.items()) + " |")
     lines += ["", "Tolerance (against an fp32 reference; NaN or inf anywhere fails):"]
     lines += [f"- {_tolerance(name, tol)}" for name, tol in env.tolerance.items()]
     if env.rounded_reference is not None:

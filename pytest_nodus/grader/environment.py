@@ -181,6 +181,11 @@ class Profile:
     # part of the reward. A baseline file may define ``prepare(*args)`` returning the
     # arguments of its ``kernel``: run before the clock starts.
     baselines: Mapping[str, Path] = field(default_factory=dict)
+    # GPU memory (GiB) a submission may hold besides its inputs and outputs: workspaces,
+    # caches, temporaries. Published on the task card. A grade reserves room for it, and for
+    # the expert held to the same, before it starts (grader/gpu_ledger.py): a kernel within it
+    # never meets a shortage that another grade on the GPU caused.
+    memory_gib: float = 8.0
 
 
 @dataclass(frozen=True)

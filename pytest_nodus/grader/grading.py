@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import checks, devices, gpu_memory, idle_work, inputs, phases, size_times, timing
+from pytest_nodus.grader import checks, devices, gpu_ledger, gpu_memory, idle_work, inputs, phases, size_times, timing
 from pytest_nodus.grader.cgroup import frozen
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
@@ -64,6 +64,8 @@ class Grader:
         self.plan = PLANS[device.kind]
         self.call_timeout_override: float | None = None
         self.gpu_wait_s = devices.GPU_WAIT_S  # --nodus-gpu-wait
+        self.ledger = gpu_ledger.for_device(device)  # the GPU memory this grade reserves
+        self._reserved = 0
         # A submission that hung once is not given the device again in this grade: every
         # further size would cost another full time limit for the same verdict.
         self._hung: SandboxFailure | None = None
@@ -71,6 +73,21 @@ class Grader:
 
     def close(self) -> None:
         self.pool.close()
+        if self.ledger is not None and self._reserved:
+            self.ledger.release()
+            self._reserved = 0
+
+    def _reserve(self, env: Environment, dims, result: SizeResult) -> None:
+        """Room on the GPU for this grade at its largest planned size (or ``dims``), reserved
+        before the size starts anything; the wait is the size's ``gpu_wait``."""
+        if self.ledger is None:
+            return
+        planned = [*self.pool.planned_dims.get(env.name, ()), dims]
+        need = gpu_ledger.need_bytes(max(env.contract.call_bytes(d) for d in planned),
+                                     int(env.profile(self.device.kind).memory_gib * gpu_ledger.GIB))
+        if need > self._reserved:
+            phases.add(result.phases, "gpu_wait", self.ledger.reserve(need, self.gpu_wait_s))
+            self._reserved = need
 
     def _timeout(self, env: Environment) -> float:
         if self.call_timeout_override is not None:
@@ -193,6 +210,7 @@ class Grader:
         if self._hung is not None:
             result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
             return result
+        self._reserve(env, size.dims, result)
         if not self.fail_fast:
             # The expert's sandbox starts beside the submission's instead of after it. A
             # failure to launch is reported where the expert is first needed (_start_expert).
@@ -328,9 +346,13 @@ class Grader:
             result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), device=self.device.torch_name,
                                 env={"name": env.name, "version": env.version})
             try:
+                self._reserve(env, dims, result)
                 self._check_fuzzed(env, dims, label, rerun, result)
             except torch.OutOfMemoryError as exc:
                 raise gpu_memory.OutOfMemory(result) from exc
+            except devices.DeviceBusy as busy:
+                result.flag("gpu_busy", str(busy))
+                return result
             gpu_memory.release(self.device)
             return result
 
