@@ -19,7 +19,7 @@ open(path, "w").write(text.replace(old, new, 1))
 PY
 }
 tree() {  # variant -> a copy of the tree graded by that variant of the grader
-  local dir; dir=$(mktemp -d)
+  local dir; dir=$(mktemp -d); chmod 755 "$dir"  # readable by the sandbox's own uid, as a checkout is
   cp -r "$ROOT"/{pytest_nodus,env_suites,expert,sealed_fixtures,conftest.py,pyproject.toml} "$dir"
   if [ "$1" = no_walls ]; then
     patch "$dir/pytest_nodus/grader/walls.py" '    unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")' \
