@@ -64,7 +64,7 @@ class Grader:
         self.plan = PLANS[device.kind]
         self.call_timeout_override: float | None = None
         self.gpu_wait_s = devices.GPU_WAIT_S  # --nodus-gpu-wait
-        self.ledger = gpu_ledger.for_device(device)  # the GPU memory this grade reserves
+        self.ledger: gpu_ledger.Ledger | None = None  # the GPU memory this grade reserves, at its first size
         self._reserved = 0
         # A submission that hung once is not given the device again in this grade: every
         # further size would cost another full time limit for the same verdict.
@@ -80,8 +80,10 @@ class Grader:
     def _reserve(self, env: Environment, dims, result: SizeResult) -> None:
         """Room on the GPU for this grade at its largest planned size (or ``dims``), reserved
         before the size starts anything; the wait is the size's ``gpu_wait``."""
+        if self.device.kind != "cuda" or self.device.kind not in env.profiles:
+            return  # a CPU grade shares no GPU; a missing profile is reported where the sandbox starts
         if self.ledger is None:
-            return
+            self.ledger = gpu_ledger.for_device(self.device)
         planned = [*self.pool.planned_dims.get(env.name, ()), dims]
         need = gpu_ledger.need_bytes(max(env.contract.call_bytes(d) for d in planned),
                                      int(env.profile(self.device.kind).memory_gib * gpu_ledger.GIB))
