@@ -55,7 +55,7 @@ def call(env, module, fresh: dict):
 
 
 def time_size(env, modules: dict, dims, reps: int, flush: torch.Tensor, seed: int, device) -> dict:
-    """{kernel: (median ms, worst error against the expert / tolerance)}."""
+    """{kernel: (median ms, worst error against the expert / tolerance, fastest ms, slowest ms)}."""
     results = {}
     warm = nodus_inputs.make_inputs(env, dims, seed, torch.device("cuda"))
     expected = call(env, modules["expert"], warm) if "expert" in modules else None
@@ -81,7 +81,7 @@ def time_size(env, modules: dict, dims, reps: int, flush: torch.Tensor, seed: in
                     torch.cuda.synchronize()
                 times.append(start.elapsed_time(end))
                 del outputs, fresh
-            results[name] = (statistics.median(times), worst)
+            results[name] = (statistics.median(times), worst, min(times), max(times))
         except Exception as exc:  # noqa: BLE001  one broken kernel must not hide the others' figures
             print(f"  {name}: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
             results[name] = None
