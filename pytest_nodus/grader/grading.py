@@ -90,6 +90,7 @@ class Grader:
         if need > self._reserved:
             phases.add(result.phases, "gpu_wait", self.ledger.reserve(need, self.gpu_wait_s))
             self._reserved = need
+        result.gpu_reserved_gib = round(self._reserved / gpu_ledger.GIB, 2)
 
     def _timeout(self, env: Environment) -> float:
         if self.call_timeout_override is not None:
