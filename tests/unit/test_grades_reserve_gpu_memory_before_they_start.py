@@ -63,3 +63,23 @@ def test_the_need_grows_with_the_call_and_the_published_budget():
     small, large = need_bytes(1 << 20, 2 * GIB), need_bytes(1 << 30, 2 * GIB)
     assert large - small == 12 * ((1 << 30) - (1 << 20))  # the grader's 4 calls and both sandboxes' 8
     assert need_bytes(1 << 20, 16 * GIB) - small == 2 * 14 * GIB  # the expert and the submission
+
+
+def test_a_gpu_grade_reserves_its_largest_size_before_it_runs_and_gives_it_back(tmp_path, monkeypatch):
+    from env_suites.attention_backward.environment import ENVIRONMENT
+    from pytest_nodus.grader import devices
+    from pytest_nodus.grader.grading import Grader
+    from pytest_nodus.grader.results import SizeResult
+
+    ledger = Ledger("gpu0", capacity=1000 * GIB, directory=tmp_path)
+    monkeypatch.setattr(gpu_ledger, "for_device", lambda device: ledger)
+    grader = Grader(tmp_path / "k.py", devices.Device("cuda", 0, "no GPU needed: nothing launches", None), grade_seed=1)
+    small, large = ENVIRONMENT.profile("cuda").sizes[0], ENVIRONMENT.profile("cuda").sizes[2]
+    grader.pool.planned_dims[ENVIRONMENT.name] = [small, large]
+    result = SizeResult("public-0", "public", 0, dict(small))
+    grader._reserve(ENVIRONMENT, small, result)
+    need = need_bytes(ENVIRONMENT.contract.call_bytes(large), 16 * GIB)  # the largest planned size, not this one
+    assert ledger.held() == {os.getpid(): need}
+    assert result.gpu_reserved_gib == round(need / GIB, 2)
+    grader.close()
+    assert ledger.held() == {}
