@@ -88,14 +88,21 @@ def _fstype(fields: list[str]) -> str | None:
 
 
 def _sweep(home: Path) -> None:
-    """Remove the empty cgroups of graders that are gone (killed before they cleaned up)."""
+    """Kill what is left in the cgroups of graders that are gone (killed before they cleaned
+    up: a sandbox frozen there would hold its memory for good), then remove them."""
     for stale in home.glob("nodus-*-*"):
         owner = stale.name.split("-")[1]
         if owner.isdigit() and not Path(f"/proc/{owner}").exists():
             try:
-                stale.rmdir()
+                (stale / "cgroup.kill").write_text("1")
             except OSError:
                 pass
+            for _ in range(20):  # the kill is asynchronous: the cgroup empties within milliseconds
+                try:
+                    stale.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.01)
 
 
 class SandboxCgroup:

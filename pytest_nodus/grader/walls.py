@@ -63,6 +63,26 @@ _DROP = ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
 
 
 @functools.cache
+def _pdeathsig_supported() -> bool:
+    """setpriv's ``--pdeathsig`` (util-linux 2.33 and later)."""
+    setpriv = shutil.which("setpriv")
+    return setpriv is not None and _runs([setpriv, "--pdeathsig", "keep", "true"])
+
+
+def _drop() -> list[str]:
+    # --pdeathsig keep: unshare's --kill-child is a parent-death signal, which the kernel
+    # clears when the sandbox's uid changes; kept, the sandbox still dies with its launcher.
+    return [*_DROP, *(["--pdeathsig", "keep"] if _pdeathsig_supported() else [])]
+
+
+def die_with_grader() -> tuple[str, ...]:
+    """A prefix that makes a sandbox's launcher die with the grader that started it: a grader
+    killed mid-grade (a pipeline's timeout, the OOM killer) must leave no sandbox behind,
+    frozen or running, holding its GPU memory. () where setpriv cannot."""
+    return (shutil.which("setpriv"), "--pdeathsig", "KILL") if _pdeathsig_supported() else ()
+
+
+@functools.cache
 def _namespaces() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(``unshare`` and ``setpriv`` up to the identity options, the walls they raise), tried
     once per grader process; ``((), ())`` when this machine cannot raise them."""
@@ -77,7 +97,7 @@ def _namespaces() -> tuple[tuple[str, ...], tuple[str, ...]]:
         namespaces.insert(0, "--map-current-user")  # implies --user: the namespaces need it
         walls = (USER, *walls)
     command = (unshare, *namespaces, setpriv)
-    return (command, walls) if _runs([*command, *_DROP, "true"]) else ((), ())
+    return (command, walls) if _runs([*command, *_drop(), "true"]) else ((), ())
 
 
 def _identity(uid: int) -> list[str]:
@@ -96,7 +116,7 @@ def _other_uid_can_run(import_root: str) -> bool:
     check = ("import importlib.util as u, subprocess, sys; sys.path.insert(0, sys.argv[1]); "
              "found = all(u.find_spec(m) for m in ('torch', 'triton', 'numpy', 'pytest_nodus.sandbox')); "
              "sys.exit(0 if found and subprocess.run([sys.executable, '-I', '-c', '']).returncode == 0 else 1)")
-    return _runs([*command, *_identity(UID_BASE), *_DROP, sys.executable, "-I", "-c", check, import_root])
+    return _runs([*command, *_identity(UID_BASE), *_drop(), sys.executable, "-I", "-c", check, import_root])
 
 
 def _runs(command: list[str]) -> bool:
@@ -122,8 +142,8 @@ def prefix(uid: int | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if not command:
         return (), ()
     if uid is None:
-        return (*command, *_DROP), walls
-    return (*command, *_identity(uid), *_DROP), (*walls, OWN_UID)
+        return (*command, *_drop()), walls
+    return (*command, *_identity(uid), *_drop()), (*walls, OWN_UID)
 
 
 def sandbox_pid(launcher_pid: int) -> int | None:
