@@ -66,3 +66,13 @@ def cgroup():
         pytest.skip("no writable cgroup v2 hierarchy here (grader/cgroup.py falls back to per-process clocks)")
     yield made
     made.remove()
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local Ray instance on this machine's CPUs (2: two grades at once), for the fan-out tests."""
+    import ray  # the test extra installs it
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 << 20)
+    yield ray
+    ray.shutdown()

@@ -1,0 +1,45 @@
+"""``nodus-ray``: grade attempts as Ray tasks across a cluster, one row per attempt.
+
+    nodus-ray attention_backward attempts/ --sealed sealed_fixtures --device cuda \\
+        --jsonl grades.jsonl --out grades/ [--address auto] [--retries 1]
+
+Attempts are kernel files or folders of them (``*.py``). Rows (JSON Lines, in the attempts'
+order): index, attempt, status, reward, speedup, flags, tries, wall_s; ``--out`` keeps each
+full grade. Needs the ray extra (``pip install pytest-nodus[ray]``); see
+``pytest_nodus/fanout/ray_grades.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="nodus-ray", description=__doc__.split("\n\n")[0])
+    parser.add_argument("env", help="an installed environment's name or an environment's folder")
+    parser.add_argument("attempts", nargs="+", help="kernel files or folders of them")
+    parser.add_argument("--sealed", help="the folder of hidden sizes (a sealed grade)")
+    parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
+    parser.add_argument("--reruns", type=int, default=1)
+    parser.add_argument("--retries", type=int, default=1, help="new tries for an attempt whose worker was lost")
+    parser.add_argument("--jsonl", help="write the rows here")
+    parser.add_argument("--out", help="write each full grade here, as <index>-<file stem>.json")
+    parser.add_argument("--address", help="the Ray cluster to join (default: a local instance)")
+    args = parser.parse_args(argv)
+    import ray
+
+    from pytest_nodus.fanout.ray_grades import grade_attempts
+
+    if not ray.is_initialized():
+        ray.init(address=args.address)
+    rows = grade_attempts(args.env, args.attempts, sealed=args.sealed, device=args.device, reruns=args.reruns,
+                          retries=args.retries, jsonl=args.jsonl, out_dir=args.out)
+    for row in rows:
+        sys.stdout.write(json.dumps(row) + "\n")
+    return 0 if all(row["status"] == "correct" for row in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
