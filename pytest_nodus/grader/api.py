@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from pytest_nodus.grader import walls
+
 
 @dataclass(frozen=True)
 class Flag:
@@ -118,7 +120,7 @@ def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sea
     folder = suite_folder(env)
     with tempfile.TemporaryDirectory(prefix="nodus-api-") as work:
         report = Path(work) / "grade.json"
-        command = [sys.executable, "-m", "pytest", str(folder), "-p", "no:cacheprovider", "-q",
+        command = [*walls.die_with_parent(), sys.executable, "-m", "pytest", str(folder), "-p", "no:cacheprovider", "-q",
                    f"--rootdir={work}", f"--nodus-submission={Path(submission).resolve()}",
                    f"--nodus-json={report}", f"--nodus-device={device}", f"--nodus-reruns={reruns}",
                    f"--nodus-against={against}", *([f"--nodus-sealed={Path(sealed).resolve()}"] if sealed else []),

@@ -157,7 +157,7 @@ class Sandbox:
         launcher, raised = walls.prefix(uid)
         self.cgroup = SandboxCgroup.create(self.role)
         entered = self.cgroup.enter() if self.cgroup is not None else []
-        command = [*walls.die_with_grader(), *entered, *launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
+        command = [*walls.die_with_parent(), *entered, *launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
                    str(rep_w), "--kernel", str(kernel_copy), "--entry-point", self.entry_point,
                    "--device", self.device, "--scratch", str(self.scratch), "--role", self.role]
         if not self.audit:

@@ -75,10 +75,12 @@ def _drop() -> list[str]:
     return [*_DROP, *(["--pdeathsig", "keep"] if _pdeathsig_supported() else [])]
 
 
-def die_with_grader() -> tuple[str, ...]:
-    """A prefix that makes a sandbox's launcher die with the grader that started it: a grader
-    killed mid-grade (a pipeline's timeout, the OOM killer) must leave no sandbox behind,
-    frozen or running, holding its GPU memory. () where setpriv cannot."""
+def die_with_parent() -> tuple[str, ...]:
+    """A command prefix that makes the process die with the one that started it: a sandbox's
+    launcher with its grader, a grade's pytest with its caller (``pytest_nodus.grade``). A
+    grader killed mid-grade (a pipeline's timeout, the OOM killer, a lost Ray worker) must
+    leave no grade or sandbox behind, frozen or running, holding its GPU memory. () where
+    setpriv cannot."""
     return (shutil.which("setpriv"), "--pdeathsig", "KILL") if _pdeathsig_supported() else ()
 
 

@@ -6,10 +6,11 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, descendants
 
 pytestmark = pytest.mark.grade
 
@@ -31,9 +32,15 @@ def _grade_killing_first_worker(tmp_path, retries: int) -> list[dict]:
     while not (progress / "0.pid").exists():
         assert time.monotonic() < deadline, "the first attempt's task never started"
         time.sleep(0.05)
-    os.kill(int((progress / "0.pid").read_text()), signal.SIGKILL)  # mid-grade: its pytest has just started
+    worker = int((progress / "0.pid").read_text())
+    time.sleep(1)  # its grade's pytest under way
+    grade = descendants(worker)
+    assert grade, "the task started no grade"
+    os.kill(worker, signal.SIGKILL)
     driver.join(timeout=300)
     assert not driver.is_alive()
+    # The lost worker's grade (its pytest, its sandboxes) died with it: nothing grades on.
+    assert not [p for p in grade if Path(f"/proc/{p}").exists()]
     return rows
 
 

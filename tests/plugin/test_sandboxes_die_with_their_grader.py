@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, descendants
 
 pytestmark = pytest.mark.grade
 
@@ -23,23 +23,6 @@ def kernel(x, weight, eps):
     time.sleep(60)  # the grader is killed while it waits for this call
     return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
 '''
-
-
-def _descendants(root: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
 
 
 def _is_sandbox(pid: int) -> bool:
@@ -57,11 +40,11 @@ def test_killing_the_grader_kills_its_sandboxes(tmp_path):
                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while not [p for p in _descendants(grader.pid) if _is_sandbox(p)]:
+        while not [p for p in descendants(grader.pid) if _is_sandbox(p)]:
             assert time.monotonic() < deadline, "no sandbox started"
             time.sleep(0.1)
         time.sleep(3)  # both sandboxes up, the submission's call under way
-        left = _descendants(grader.pid)
+        left = descendants(grader.pid)
         assert any(_is_sandbox(p) for p in left)
     finally:
         os.kill(grader.pid, signal.SIGKILL)
