@@ -1,0 +1,41 @@
+"""Cheat: the forward every call, the backward only on the first call of a shape; later calls
+return those first gradients again (stale: computed for other inputs), as a kernel that
+amortises its backward would."""
+
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def _layer(leaves, topk_ids, routes_of, weighted=True):
+    xs, a1, a3, a2, weights = leaves
+    k = topk_ids.shape[1]
+    y = torch.zeros(xs.shape, dtype=torch.float32, device=xs.device)
+    for e in range(a1.shape[0]):
+        routes = routes_of(e)
+        if routes.numel() == 0:
+            continue
+        token = routes // k
+        rows = xs[token]
+        out = (F.silu(rows @ a1[e].t()) * (rows @ a3[e].t())) @ a2[e].t()
+        scale = weights.reshape(-1)[routes, None] if weighted else 1.0
+        y = y.index_add(0, token, out.float() * scale)
+    return y.to(xs.dtype)
+
+
+_stale: dict[tuple, tuple] = {}
+
+
+def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
+    leaves = [a.detach().requires_grad_(True) for a in (x, w1, w3, w2, topk_weights)]
+    flat = topk_ids.reshape(-1)
+    y = _layer(leaves, topk_ids, lambda e: (flat == e).nonzero().squeeze(1))
+    shape = (tuple(topk_ids.shape), tuple(w1.shape))
+    if shape not in _stale:
+        _stale[shape] = tuple(g.detach().clone() for g in torch.autograd.grad(
+            y, leaves, dy, allow_unused=True, materialize_grads=True))
+    return (y.detach(), *(g.clone() for g in _stale[shape]))
