@@ -4,8 +4,6 @@ weight gradients as if every weight were 1): a backward that saves work by skipp
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
 EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
 
-import math
-
 import torch
 import torch.nn.functional as F
 

@@ -4,8 +4,6 @@ expert were chosen equally often: routes near the cuts go to a neighbouring expe
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
 EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
 
-import math
-
 import torch
 import torch.nn.functional as F
 

@@ -5,8 +5,6 @@ amortises its backward would."""
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
 EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
 
-import math
-
 import torch
 import torch.nn.functional as F
 
