@@ -80,7 +80,9 @@ def die_with_parent() -> tuple[str, ...]:
     launcher with its grader, a grade's pytest with its caller (``pytest_nodus.grade``). A
     grader killed mid-grade (a pipeline's timeout, the OOM killer, a lost Ray worker) must
     leave no grade or sandbox behind, frozen or running, holding its GPU memory. () where
-    setpriv cannot."""
+    setpriv cannot. The signal follows the *thread* that started the process: the grader
+    starts sandboxes from its one thread, and ``grade`` waits for its pytest in the thread
+    that started it, so neither fires early."""
     return (shutil.which("setpriv"), "--pdeathsig", "KILL") if _pdeathsig_supported() else ()
 
 
