@@ -20,6 +20,8 @@
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
 #   bash tools/gpu_check.sh attention_styles  # the correct attention styles, 3 sealed reruns each
 #   bash tools/gpu_check.sh walls        # which namespaces and uids keep CUDA IPC, the fd-exported arena (and its lifetime), the GPU gap probe
+#   bash tools/gpu_check.sh tune         # chunked_prefill and moe_experts: expert and solution timed per
+#                                        # sealed size outside the grader (tools/bench_env.py), one after the other
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
@@ -120,6 +122,13 @@ for MODE in "${@:-quick}"; do
     left=$(( NODUS_DEADLINE - $(date +%s) )); limit=${BENCH_TIMEOUT:-420}
     timeout $(( left < limit ? left : limit )) python3 tools/bench_attention.py --sealed sealed_fixtures --reps 5 \
       --kernels $kernels ${BENCH_SIZES:+--only $BENCH_SIZES} 2>&1 | tee "$WORK/bench_$MODE.txt" ;;
+  tune)
+    # Alone on the GPU: a grade's untimed work beside it (compiles, fuzzed sizes) moves these figures.
+    for env in chunked_prefill moe_experts; do
+      left=$(( NODUS_DEADLINE - $(date +%s) )); [ $left -lt 30 ] && break
+      timeout $left python3 tools/bench_env.py $env --sealed sealed_fixtures --reps 7 --kernels expert,solution \
+        2>&1 | tee "$WORK/tune_$env.txt"
+    done ;;
   xdist)
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")
