@@ -8,8 +8,9 @@ Per size: fresh inputs per repetition, L2 flushed, the grader's pre-call spin, C
 around the call, median over repetitions after one untimed warm-up (compiles and plans).
 Each kernel's error is measured against the expert's outputs on the same inputs (normwise,
 as a fraction of the environment's tolerance): a quick sanity figure, not the grade's check
-against the fp32 reference. Each timing holds the grader's per-GPU lock, so this can run
-beside grades without either timing the other's work.
+against the fp32 reference. Each timed call holds the grader's per-GPU lock, so no grade's
+timed call overlaps it; a grade's untimed work (compiles, fuzzed sizes) still can, so
+figures worth comparing come from a run alone on the GPU.
 
 This is a benchmark, not a grade: no sandbox, no audit. The grade is the pytest suite.
 """
