@@ -63,11 +63,19 @@ ENVIRONMENT = Environment(
     # output): the expert (torch's grouped GEMM in bf16) and the starting kernel are at most
     # 0.0055-0.0074 normwise from the fp32 reference on y, dx and the weight gradients (about
     # 0.004-0.006 at sizes past a few dozen tokens); an fp8 (e4m3) round trip is at least 0.016
-    # (0.026 at larger sizes). 0.012 sits between. dtopk_weights is a dot product of each
-    # route's bf16 output with dy, which cancels: the expert is up to 0.022 from the fp32 value,
-    # so its limit is 0.05, and an fp8 rounding of the exact value (0.005) would pass it; it is
-    # T x K dot products, no speed to win there.
-    tolerance={**{name: Normwise(limit=1.2e-2) for name in OUTPUTS[:-1]}, "dtopk_weights": Normwise(limit=5e-2)},
+    # (0.026 at larger sizes). 0.012 sits between. At a single route a few terms' rounding is
+    # the whole error (the expert reaches 0.0121 on y): the rounded reference, which rounds
+    # where the expert rounds, widens the limit there. dtopk_weights is T x K dot products of each
+    # route's bf16 output with dy: at a handful of routes they can cancel to nothing while
+    # their rounding error stays the size of their terms, so the error is measured against at
+    # least the terms' size (dtopk_scale). Over 2004 sizes, a third of them single routes
+    # (moe_tolerance.py 2000), the expert is at most 0.021 so measured and 2.8 against the
+    # value alone; past a few dozen routes ||ref|| / ||dtopk_scale|| is 0.98-0.99, so a zero
+    # output still fails there. It is T x K dot products, no speed to win there.
+    tolerance={**{name: Normwise(limit=1.2e-2) for name in OUTPUTS[:-1]},
+               "dtopk_weights": Normwise(limit=5e-2, floor_from="dtopk_scale", floor_fraction=1.0)},
+    error_scales={"dtopk_scale": "per route, ||out_route|| ||dy_token|| / sqrt(D): the size of the terms "
+                                 "dtopk_weights sums"},
     rounded_reference=rounded_step,
     cost=Cost(flops=flops, bytes=bytes_moved, unit="TF/s"),
     profiles={

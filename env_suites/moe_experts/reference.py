@@ -70,10 +70,15 @@ def make_inputs(dims, generator: torch.Generator, device: torch.device) -> dict:
 
 
 def forward_backward(x, topk_ids, topk_weights, w1, w3, w2, dy, rounded: bool = False):
-    """fp32 (y, dx, dw1, dw3, dw2, dtopk_weights). ``rounded``: round to bf16 where a kernel
-    built on bf16 grouped GEMMs must (every GEMM's output and operand, y and the bf16
-    gradients), so the result carries an honest kernel's rounding
-    (``Environment.rounded_reference``)."""
+    """fp32 (y, dx, dw1, dw3, dw2, dtopk_weights, dtopk_scale). ``dtopk_scale``: per route,
+    ||out|| ||dy|| / sqrt(D), the root-mean-square size of a dot product of two vectors of
+    these lengths in independent directions: the size of the terms dtopk_weights sums, which
+    an honest kernel's rounding error is proportional to however much they cancel.
+    ``rounded``: round to bf16 wherever a layer of bf16 ops rounds (the expert: every GEMM's
+    output, SiLU's output and each product, the sum of dx over a token's routes), so the
+    result carries an honest unfused kernel's rounding (``Environment.rounded_reference``); a
+    fused kernel rounds less.
+    """
     cast = (lambda z: z.to(torch.bfloat16).float()) if rounded else (lambda z: z)
     t, d = x.shape
     experts = w1.shape[0]
@@ -81,6 +86,7 @@ def forward_backward(x, topk_ids, topk_weights, w1, w3, w2, dy, rounded: bool = 
     dx = torch.zeros_like(y)
     dw1, dw3, dw2 = (torch.zeros(w.shape, dtype=torch.float32, device=x.device) for w in (w1, w3, w2))
     dweights = torch.zeros(topk_weights.shape, dtype=torch.float32, device=x.device)
+    dscale = torch.zeros_like(dweights)
     flat = topk_ids.reshape(-1).long()
     for e in range(experts):
         routes = (flat == e).nonzero().squeeze(1)
@@ -92,15 +98,17 @@ def forward_backward(x, topk_ids, topk_weights, w1, w3, w2, dy, rounded: bool = 
         a1, a3, a2 = w1[e].float(), w3[e].float(), w2[e].float()
         h1, h3 = cast(xs @ a1.t()), cast(xs @ a3.t())
         s = torch.sigmoid(h1)
-        act = cast(h1 * s * h3)
+        silu = cast(h1 * s)
+        act = cast(silu * h3)
         out = cast(act @ a2.t())
         y.index_add_(0, token, we * out)
         dweights[token, slot] = (out * g).sum(1)
+        dscale[token, slot] = out.norm(dim=1) * g.norm(dim=1) / math.sqrt(d)
         d_out = cast(we * g)
         dw2[e] = d_out.t() @ act
-        d_act = d_out @ a2
-        dh3 = cast(d_act * h1 * s)
-        dh1 = cast(d_act * h3 * s * (1 + h1 * (1 - s)))
+        d_act = cast(d_out @ a2)
+        dh3 = cast(d_act * silu)
+        dh1 = cast(cast(d_act * h3) * s * (1 + h1 * (1 - s)))
         dw1[e], dw3[e] = dh1.t() @ xs, dh3.t() @ xs
-        dx.index_add_(0, token, dh1 @ a1 + dh3 @ a3)
-    return tuple(cast(o) for o in (y, dx, dw1, dw3, dw2)) + (dweights,)
+        dx[token] = cast(dx[token] + cast(cast(dh1 @ a1) + cast(dh3 @ a3)))  # a token's experts are distinct
+    return tuple(cast(o) for o in (y, dx, dw1, dw3, dw2)) + (dweights, dscale)

@@ -32,14 +32,18 @@ def _domain(domain) -> str:
     return "; ".join(parts) + (f"; {domain.constraint_text}" if domain.constraint_text else "")
 
 
-def _tolerance(name: str, tol) -> str:
+def _tolerance(name: str, tol, scales) -> str:
     from pytest_nodus.grader.correctness import ElementwiseRelative, Normwise
 
     if isinstance(tol, ElementwiseRelative):
         return (f"`{name}`: every element |out - ref| / (|ref| + {tol.floor_fraction:g} rms(ref)) <= {tol.limit:g}")
     if isinstance(tol, Normwise):
-        floor = f", at least {tol.floor_fraction:g} ||{tol.floor_from}_ref||" if tol.floor_from else ""
-        return f"`{name}`: ||out - ref|| / ||ref||{floor} <= {tol.limit:g}"
+        if not tol.floor_from:
+            return f"`{name}`: ||out - ref|| / ||ref|| <= {tol.limit:g}"
+        floor = tol.floor_from if tol.floor_from in scales else f"{tol.floor_from}_ref"
+        what = f", where {floor} is {scales[floor]}" if floor in scales else ""
+        fraction = "" if tol.floor_fraction == 1 else f"{tol.floor_fraction:g} "
+        return f"`{name}`: ||out - ref|| / max(||ref||, {fraction}||{floor}||) <= {tol.limit:g}{what}"
     return f"`{name}`: {tol!r}"
 
 
@@ -56,7 +60,7 @@ def render(env) -> str:
     for label, cell in rows.items():
         lines.append(f"| {label} | " + " | ".join(cell(k, p) for k, p in env.profiles.items()) + " |")
     lines += ["", "Tolerance (against an fp32 reference; NaN or inf anywhere fails):"]
-    lines += [f"- {_tolerance(name, tol)}" for name, tol in env.tolerance.items()]
+    lines += [f"- {_tolerance(name, tol, env.error_scales)}" for name, tol in env.tolerance.items()]
     if env.rounded_reference is not None:
         from pytest_nodus.grader.correctness import ROUNDED_FACTOR
 

@@ -137,7 +137,7 @@ def values(reading: Reading, references, env, inputs: dict):
     if codes & set(STRUCTURAL):
         return []
     rounded = None if env.rounded_reference is None else (lambda: env.rounded_reference(inputs))
-    return check_outputs(reading.outputs, references, env.contract, env.tolerance, rounded)
+    return check_outputs(reading.outputs, references, env.contract, env.tolerance, rounded, tuple(env.error_scales))
 
 
 def times(reading: Reading) -> tuple[float, float]:

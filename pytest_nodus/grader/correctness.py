@@ -77,8 +77,9 @@ class Normwise:
     An output that is exactly zero in exact arithmetic (a gradient whose terms cancel, e.g.
     dQ when every query sees only itself) comes out of any real computation as rounding
     noise, and noise relative to zero is unbounded. ``floor_from`` names another output that
-    cannot cancel, of comparable magnitude; the denominator is never below
-    ``floor_fraction`` of its norm.
+    cannot cancel, of comparable magnitude, or one of the environment's error scales (the
+    size of the terms an output sums); the denominator is never below ``floor_fraction`` of
+    its norm.
     """
 
     limit: float
@@ -135,15 +136,16 @@ def _describe_worst(tol, got, ref) -> str:
 ROUNDED_FACTOR = 2.0
 
 
-def check_outputs(receipts, references, contract, tolerance, rounded=None) -> list[OutputCheck]:
+def check_outputs(receipts, references, contract, tolerance, rounded=None, scales=()) -> list[OutputCheck]:
     """Every output against its tolerance. ``rounded``: a callable giving the environment's
     rounded reference on the same inputs, asked for only when an output misses its limit
     (it costs another reference pass). At a size of a handful of terms the rounding of one
     term is the whole error, so a fixed limit fails an honest kernel now and then; the
     rounded reference makes the same rounding errors, and its error widens that output's
-    limit (the check reports the limit it applied)."""
+    limit (the check reports the limit it applied). ``scales``: the names of the error scales
+    that follow the outputs in ``references``."""
     checks = []
-    by_name = {spec.name: ref for spec, ref in zip(contract.outputs, references)}
+    by_name = dict(zip([spec.name for spec in contract.outputs] + list(scales), references))
     for spec, got, ref in zip(contract.outputs, receipts, references):
         tol = tolerance[spec.name]
         checks.append(OutputCheck(spec.name, tol.error(got, ref, by_name), tol.limit))

@@ -197,7 +197,7 @@ class Environment:
     contract: Contract
     # (dims, generator, device) -> {input name: tensor or scalar}; fresh values per call.
     make_inputs: Callable[[Dims, "torch.Generator", "torch.device"], dict[str, Any]]
-    # inputs -> reference outputs in fp32 or fp64, in contract order.
+    # inputs -> reference outputs in fp32 or fp64, in contract order, then the error_scales.
     reference: Callable[[dict[str, Any]], tuple["torch.Tensor", ...]]
     tolerance: Mapping[str, "Tolerance"]  # per output name
     cost: Cost
@@ -208,6 +208,11 @@ class Environment:
     # rounds (bf16 operands of its matmuls, bf16 outputs). An output that misses its limit
     # passes within correctness.ROUNDED_FACTOR of this computation's error on the same inputs.
     rounded_reference: Callable[[dict[str, Any]], tuple["torch.Tensor", ...]] | None = None
+    # name -> what it measures (for the task card): magnitudes the reference returns after
+    # the outputs, in this order, that a tolerance may measure errors against
+    # (Normwise.floor_from); never compared. An output that is a sum of terms which cancel
+    # has an honest rounding error set by its terms' size, not by its own value.
+    error_scales: Mapping[str, str] = field(default_factory=dict)
 
     def profile(self, device_kind: str) -> Profile:
         if device_kind not in self.profiles:

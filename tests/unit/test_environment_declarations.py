@@ -39,3 +39,10 @@ def test_a_derived_environment_changes_what_it_names_only():
 def test_an_unknown_device_kind_is_an_error():
     with pytest.raises(ValueError, match="no profile for device kind 'tpu'"):
         RMSNORM.profile("tpu")
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
+def test_every_error_floor_names_an_output_or_an_error_scale(env):
+    named = {o.name for o in env.contract.outputs} | set(env.error_scales)
+    assert all(getattr(tol, "floor_from", None) in named | {None} for tol in env.tolerance.values())
+    assert not set(env.error_scales) & {o.name for o in env.contract.outputs}
