@@ -2,6 +2,8 @@
 
     nodus-plot GRADES.json... -o reward.png [--title TEXT]
 
+(``nodus-ray --png`` draws a batch's rows the same way.)
+
 Each JSON grade is one point: x is the geometric-mean speedup over the expert that the
 timer measured (for a cheat too, so it sits where the timer would have credited it), y the
 reward paid. Honest kernels lie on y = log2(x); cheats sit at the floor, however fast the
@@ -16,45 +18,74 @@ import json
 import math
 from pathlib import Path
 
+TITLE = "pytest-nodus: reward paid vs speed measured"
 
-def group(name: str) -> str:
+
+def group(name: str, status: str | None = None) -> str:
+    """A grade's group by its file name; an attempt of a batch named otherwise is grouped by
+    its verdict (``status``), so a pipeline's batch shows which attempts were paid."""
     name = name.removeprefix("attn_")  # attention grades of tools/gpu_check.sh
     for prefix, label in (("cheat_", "cheats"), ("correct_", "correct kernels"), ("solution", "solution"),
                           ("starting", "starting kernel"), ("expert", "expert as submission")):
         if name.startswith(prefix):
             return label
-    return "other"
+    if status is None:
+        return "other"
+    return "attempts, correct" if status == "correct" else "attempts, not correct"
 
 
-def main(argv=None) -> int:
+Point = tuple  # (speedup, reward, name, status)
+
+
+def _point(name: str, status: str, speedup, reward) -> Point | None:
+    if reward is None:  # a correct CPU check: no reward to draw
+        return None
+    return (speedup or 1e-2, reward, name, status)  # crashed before any timing: the left edge
+
+
+def points_from_grades(paths) -> dict[str, list[Point]]:
+    """One point per grade document, grouped by its file name."""
+    points: dict[str, list[Point]] = {}
+    for path in map(Path, paths):
+        grade = json.loads(path.read_text())
+        if (point := _point(path.stem, grade["status"], grade["speedup"], grade["reward"])) is not None:
+            points.setdefault(group(path.stem), []).append(point)
+    return points
+
+
+def points_from_rows(rows) -> dict[str, list[Point]]:
+    """One point per attempt of a batch (``nodus-ray``'s rows), grouped by name, else verdict."""
+    points: dict[str, list[Point]] = {}
+    for row in rows:
+        name = Path(row["attempt"]).stem
+        if (point := _point(name, row["status"], row.get("speedup"), row["reward"])) is not None:
+            points.setdefault(group(name, row["status"]), []).append(point)
+    return points
+
+
+STYLES = {"cheats": ("x", "red"), "correct kernels": ("o", "tab:blue"), "solution": ("*", "tab:green"),
+          "starting kernel": ("s", "tab:orange"), "expert as submission": ("D", "black"), "other": (".", "grey"),
+          "attempts, correct": ("o", "tab:blue"), "attempts, not correct": ("x", "red")}
+
+
+def draw(points: dict[str, list[Point]], output: Path, title: str = TITLE, labels: bool = True) -> int:
+    """Reward paid against speed measured, one marker per point; returns the points drawn.
+    ``labels``: name each point (a batch of hundreds draws unlabelled)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("grades", nargs="+", type=Path)
-    parser.add_argument("-o", "--output", type=Path, default=Path("reward.png"))
-    parser.add_argument("--title", default="pytest-nodus: reward paid vs speed measured")
-    args = parser.parse_args(argv)
-    points: dict[str, list] = {}
-    for path in args.grades:
-        grade = json.loads(path.read_text())
-        if grade["reward"] is None:  # a correct CPU check: no reward to draw
-            continue
-        speedup = grade["speedup"] or 1e-2  # crashed before any timing: drawn at the left edge
-        points.setdefault(group(path.stem), []).append((speedup, grade["reward"], path.stem, grade["status"]))
     fig, ax = plt.subplots(figsize=(10, 6.5))
     xs = [p[0] for pts in points.values() for p in pts]
     line = [min(xs + [0.1]) / 1.5, max(xs + [4.0]) * 1.5]
     ax.plot(line, [math.log2(x) for x in line], color="grey", lw=1, ls="--", label="log2(speedup): honest kernels")
     ax.axhline(-24, color="red", lw=0.8, ls=":")
-    styles = {"cheats": ("x", "red"), "correct kernels": ("o", "tab:blue"), "solution": ("*", "tab:green"),
-              "starting kernel": ("s", "tab:orange"), "expert as submission": ("D", "black"), "other": (".", "grey")}
     for label, pts in points.items():
-        marker, color = styles[label]
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, s=60, label=label, zorder=3)
-        for x, y, name, status in pts:
+        marker, color = STYLES[label]
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, s=60,
+                   label=f"{label} ({len(pts)})", zorder=3)
+        for x, y, name, status in pts if labels else ():
             short = name.removeprefix("attn_").removeprefix("cheat_").removeprefix("correct_")
             ax.annotate(short if status == "correct" or label == "cheats" else f"{short} ({status})", (x, y),
                         fontsize=6.5, rotation=35 if y == -24 else 0, xytext=(3, 3), textcoords="offset points")
@@ -62,11 +93,22 @@ def main(argv=None) -> int:
     ax.set_xlabel("speedup over the expert measured by the timer (geometric mean over timed sizes)")
     ax.set_ylabel("reward paid")
     ax.set_ylim(-26.5, 4)
-    ax.set_title(args.title, fontsize=10)
+    ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="center left")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(args.output, dpi=130)
+    fig.savefig(output, dpi=130)
+    plt.close(fig)
+    return len(xs)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("grades", nargs="+", type=Path)
+    parser.add_argument("-o", "--output", type=Path, default=Path("reward.png"))
+    parser.add_argument("--title", default=TITLE)
+    args = parser.parse_args(argv)
+    draw(points_from_grades(args.grades), args.output, args.title)
     print(args.output)
     return 0
 

@@ -1,11 +1,13 @@
 """``nodus-ray``: grade attempts as Ray tasks across a cluster, one row per attempt.
 
     nodus-ray attention_backward attempts/ --sealed sealed_fixtures --device cuda \\
-        --jsonl grades.jsonl --out grades/ [--address auto] [--retries 1]
+        --jsonl grades.jsonl --out grades/ --png batch.png [--address auto] [--retries 1]
 
 Attempts are kernel files or folders of them (``*.py``). Rows (JSON Lines, in the attempts'
 order): index, attempt, status, reward, speedup, flags, tries, wall_s; ``--out`` keeps each
-full grade. Needs the ray extra (``pip install pytest-nodus[ray]``); see
+full grade; ``--png`` draws one dot per attempt, reward paid against the speed the timer
+measured (``nodus-plot``'s figure: files named solution*, starting*, cheat_* marked as
+such, other attempts by verdict; needs matplotlib). Needs the ray extra (``pip install pytest-nodus[ray]``); see
 ``pytest_nodus/fanout/ray_grades.py``.
 """
 
@@ -26,6 +28,7 @@ def main(argv=None) -> int:
     parser.add_argument("--retries", type=int, default=1, help="new tries for an attempt whose worker was lost")
     parser.add_argument("--jsonl", help="write the rows here")
     parser.add_argument("--out", help="write each full grade here, as <index>-<file stem>.json")
+    parser.add_argument("--png", help="draw the batch here: reward against measured speed, one dot per attempt")
     parser.add_argument("--address", help="the Ray cluster to join (default: a local instance)")
     args = parser.parse_args(argv)
     import ray
@@ -38,6 +41,12 @@ def main(argv=None) -> int:
                           retries=args.retries, jsonl=args.jsonl, out_dir=args.out)
     for row in rows:
         sys.stdout.write(json.dumps(row) + "\n")
+    if args.png:
+        from pytest_nodus.commands import plot
+
+        points = plot.points_from_rows(rows)  # a correct CPU check has no reward to draw
+        drawn = sum(len(p) for p in points.values())
+        plot.draw(points, args.png, f"{args.env}: {len(rows)} attempts, {drawn} with a reward", labels=len(rows) <= 40)
     return 0 if all(row["status"] == "correct" for row in rows) else 1
 
 
