@@ -11,25 +11,19 @@ error per output as a fraction of its base limit.
 
 import argparse
 import importlib
-import importlib.util
 import random
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader.correctness import check_outputs
-from pytest_nodus.grader.environment import IntRange
-from pytest_nodus.sandbox import triton_interpreter
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: bench_env's kernel files and loader
+from bench_env import kernel_files, load  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from pytest_nodus.grader.correctness import check_outputs  # noqa: E402
+from pytest_nodus.grader.environment import IntRange  # noqa: E402
+from pytest_nodus.sandbox import triton_interpreter  # noqa: E402
 
 
 def _draw(domain, rng: random.Random) -> dict:
@@ -55,9 +49,8 @@ def main() -> None:
     triton_interpreter.install()  # as the sandbox does on the CPU path
     env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
     profile = env.profile("cpu")
-    paths = {"expert": profile.expert, "solution": REPO / "expert" / args.env / "solution.py",
-             "starting": REPO / "env_suites" / args.env / "starting_kernel.py"}
-    kernels = {name: _load(paths[name]).kernel for name in args.kernels.split(",")}
+    paths = kernel_files(args.env, profile)
+    kernels = {name: load(name, paths[name]).kernel for name in args.kernels.split(",")}
     names = [o.name for o in env.contract.outputs]
     rng = random.Random(args.seed)
     failed = {k: [] for k in kernels}

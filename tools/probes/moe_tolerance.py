@@ -9,25 +9,17 @@ to the value alone (what the dtopk_scale floor is for).
     python tools/probes/moe_tolerance.py [DRAWS]
 """
 
-import importlib.util
 import random
 import sys
 from pathlib import Path
 
 import torch
 
-from env_suites.moe_experts import environment, reference
-from pytest_nodus.grader.correctness import check_outputs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: bench_env's kernel files and loader
+from bench_env import kernel_files, load  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from env_suites.moe_experts import environment, reference  # noqa: E402
+from pytest_nodus.grader.correctness import check_outputs  # noqa: E402
 
 TOLERANCE = environment.ENVIRONMENT.tolerance
 
@@ -37,8 +29,8 @@ def normwise(out, ref):
 
 
 def main(draws: int) -> None:
-    expert = _load(REPO / "expert" / "moe_experts" / "expert_grouped_mm.py")
-    starting = _load(REPO / "env_suites" / "moe_experts" / "starting_kernel.py")
+    files = kernel_files("moe_experts", environment.ENVIRONMENT.profile("cpu"))
+    expert, starting = load("expert", files["expert"]), load("starting", files["starting"])
     rng = random.Random(0)
     sizes = list(environment.ENVIRONMENT.profiles["cpu"].sizes) + [
         {"T": 256, "E": 16, "K": 4, "D": 64, "F": 48, "Z": 1}, {"T": 512, "E": 32, "K": 8, "D": 128, "F": 64, "Z": 0}]
