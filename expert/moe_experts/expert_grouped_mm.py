@@ -43,7 +43,12 @@ def _layer(x, topk_ids, topk_weights, w1, w3, w2):
     return by_route.view(t, k, -1).sum(1).to(x.dtype)
 
 
-_compiled = torch.compile(_layer)
+# One static graph per shape, and every shape of a grade kept: by default dynamo makes a dim
+# dynamic at its second shape (a slower graph that every later call of any shape then takes)
+# and runs eager past 8 shapes, while a sealed grade of 3 reruns draws ~25 (its sizes and
+# each rerun's fuzzed ones).
+torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+_compiled = torch.compile(_layer, dynamic=False)
 
 
 def _step(layer, x, topk_ids, topk_weights, w1, w3, w2, dy):

@@ -30,11 +30,18 @@ import triton.language as tl
 
 
 def _config(device: torch.device) -> dict:
-    # _up keeps two accumulators (W1's and W3's) per tile: half as many columns keeps them at
-    # 128 x 64 fp32 each, 64 registers per thread at 8 warps, as one 128 x 128 tile would.
+    """Tiles per kernel. BLOCK_M is every route-tile kernel's (it cuts the tile table); the
+    weight gradients tile their own (F, D) outputs and step over routes."""
     if device.type == "cuda":
-        return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_N_UP=64, BLOCK_K=64, num_warps=8, num_stages=3)
-    return dict(BLOCK_M=16, BLOCK_N=16, BLOCK_N_UP=16, BLOCK_K=16, num_warps=4, num_stages=1)  # the interpreter
+        # The fastest of the tiles tried per kernel (docs/results/moe_experts.md). _up keeps
+        # two 128 x 128 accumulators (W1's and W3's) over the same x loads; da's epilogue
+        # also holds h1 and h3, so a narrower tile; 4 stages of 128 x 128 x 64 for two
+        # operands overflow the H200's 227 KiB of shared memory.
+        gemm = dict(BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=3)
+        return dict(BLOCK_M=128, up=gemm, o=gemm, da=dict(gemm, BLOCK_N=64), dx=gemm,
+                    weights=dict(gemm, BLOCK_M=128, num_warps=4))
+    small = dict(BLOCK_N=16, BLOCK_K=16, num_warps=4, num_stages=1)  # the interpreter
+    return dict(BLOCK_M=16, up=small, o=small, da=small, dx=small, weights=dict(small, BLOCK_M=16))
 
 
 @triton.jit
@@ -46,13 +53,13 @@ def _tile(tile_expert, tile_row0, expert_end, pid):
 @triton.jit
 def _up(x, route_token, route_weight, w1, w3, h1, h3, act, act_weighted, tile_expert, tile_row0, expert_end, D, F,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    e, row0, row_end = _tile(tile_expert, tile_row0, expert_end, tl.program_id(0))
+    e, row0, row_end = _tile(tile_expert, tile_row0, expert_end, tl.program_id(1))
     if row0 >= row_end:
         return
     rows = row0 + tl.arange(0, BLOCK_M)
     row_ok = rows < row_end
     token = tl.load(route_token + rows, mask=row_ok, other=0).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < F
     ks = tl.arange(0, BLOCK_K)
     acc1 = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
@@ -87,7 +94,7 @@ def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0
     epilogue (the routing weight commutes with the product, so the rows go from memory to
     the tensor cores untouched). With SWIGLU_BACKWARD the product is da and the epilogue
     writes dh1 to c and dh3 to c2."""
-    e, row0, row_end = _tile(tile_expert, tile_row0, expert_end, tl.program_id(0))
+    e, row0, row_end = _tile(tile_expert, tile_row0, expert_end, tl.program_id(1))
     if row0 >= row_end:
         return
     rows = row0 + tl.arange(0, BLOCK_M)
@@ -96,7 +103,7 @@ def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0
         a_rows = tl.load(a_token + rows, mask=row_ok, other=0).to(tl.int64)
     else:
         a_rows = rows.to(tl.int64)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < N
     ks = tl.arange(0, BLOCK_K)
     b_base = e.to(tl.int64) * N * K
@@ -155,11 +162,11 @@ def _weights(a, a_token, b, b_token, dw, expert_start, expert_end, N1, N2,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """dw[e][n1, n2] = sum over expert e's routes r of A[r, n1] B[r, n2]. GATHER_A: A's row r is
     a[token[r]] (dy); GATHER_B: B's row r is b[token[r]] (x)."""
-    e = tl.program_id(0)
+    e = tl.program_id(2)
     start = tl.load(expert_start + e)
     end = tl.load(expert_end + e)
     m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
-    n = tl.program_id(2) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = m < N1
     n_ok = n < N2
     ks = tl.arange(0, BLOCK_K)
@@ -208,34 +215,32 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     k = topk_ids.shape[1]
     experts, f, _ = w1.shape
     cfg = _config(x.device)
-    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
-    launch = dict(num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    bm = cfg["BLOCK_M"]
     order, token, position, starts, ends, tile_expert, tile_row0 = _routes(topk_ids, experts, bm)
     weight = topk_weights.reshape(-1)[order].float().contiguous()
     routes = t * k
     tiles = tile_expert.numel()
     x, dy, w1, w3, w2 = (v.contiguous() for v in (x, dy, w1, w3, w2))
+    table = (tile_expert, tile_row0, ends)
+
+    def over_routes(kernel, name, n, *args, **flags):
+        # Columns on the grid's fast axis: the programs in flight share a tile of rows (read
+        # once from HBM, then from L2) and their expert's weights.
+        kernel[(triton.cdiv(n, cfg[name]["BLOCK_N"]), tiles)](*args, BLOCK_M=bm, **flags, **cfg[name])
 
     h1, h3, act, act_weighted = (torch.empty(routes, f, dtype=torch.bfloat16, device=x.device) for _ in range(4))
-    bn_up = cfg["BLOCK_N_UP"]
-    _up[(tiles, triton.cdiv(f, bn_up))](x, token, weight, w1, w3, h1, h3, act, act_weighted, tile_expert, tile_row0,
-                                        ends, d, f,
-                                        BLOCK_M=bm, BLOCK_N=bn_up, BLOCK_K=bk, **launch)
+    over_routes(_up, "up", f, x, token, weight, w1, w3, h1, h3, act, act_weighted, *table, d, f)
     o = torch.empty(routes, d, dtype=torch.bfloat16, device=x.device)
-    _rows[(tiles, triton.cdiv(d, bn))](act, token, weight, w2, act, w2, o, o, h1, h3, tile_expert, tile_row0, ends,
-                                       d, f, f, 1, GATHER=False, TWO=False, SWIGLU_BACKWARD=False,
-                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
-    # da = w (dy[token] W2): B[e][n = f, k = d] is w2[e][d, f]. Its epilogue also reads h1
-    # and h3: the narrower tile of _up keeps it from spilling.
+    over_routes(_rows, "o", d, act, token, weight, w2, act, w2, o, o, h1, h3, *table, d, f, f, 1,
+                GATHER=False, TWO=False, SWIGLU_BACKWARD=False)
+    # da = w (dy[token] W2): B[e][n = f, k = d] is w2[e][d, f]; SwiGLU's backward in the epilogue.
     dh1, dh3 = torch.empty_like(h1), torch.empty_like(h3)
-    _rows[(tiles, triton.cdiv(f, bn_up))](dy, token, weight, w2, dy, w2, dh1, dh3, h1, h3, tile_expert, tile_row0,
-                                          ends, f, d, 1, f, GATHER=True, TWO=False, SWIGLU_BACKWARD=True,
-                                          BLOCK_M=bm, BLOCK_N=bn_up, BLOCK_K=bk, **launch)
+    over_routes(_rows, "da", f, dy, token, weight, w2, dy, w2, dh1, dh3, h1, h3, *table, f, d, 1, f,
+                GATHER=True, TWO=False, SWIGLU_BACKWARD=True)
     # dx per route = dh1 W1 + dh3 W3: B[e][n = d, k = f] is w1[e][f, d].
     dx_route = torch.empty(routes, d, dtype=torch.bfloat16, device=x.device)
-    _rows[(tiles, triton.cdiv(d, bn))](dh1, token, weight, w1, dh3, w3, dx_route, dx_route, h1, h3, tile_expert,
-                                       tile_row0, ends, d, f, 1, d, GATHER=False, TWO=True, SWIGLU_BACKWARD=False,
-                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+    over_routes(_rows, "dx", d, dh1, token, weight, w1, dh3, w3, dx_route, dx_route, h1, h3, *table, d, f, 1, d,
+                GATHER=False, TWO=True, SWIGLU_BACKWARD=False)
 
     y = torch.empty_like(x)
     dx = torch.empty_like(x)
@@ -244,13 +249,15 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
                    BLOCK_D=min(triton.next_power_of_2(d), 1024))
 
     dw1, dw3, dw2 = torch.empty_like(w1), torch.empty_like(w3), torch.empty_like(w2)
-    grid_f_d = (experts, triton.cdiv(f, bm), triton.cdiv(d, bn))
-    _weights[grid_f_d](dh1, token, x, token, dw1, starts, ends, f, d, GATHER_A=False, GATHER_B=True,
-                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
-    _weights[grid_f_d](dh3, token, x, token, dw3, starts, ends, f, d, GATHER_A=False, GATHER_B=True,
-                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+    wt = cfg["weights"]
+
+    def per_expert(a, a_token, b, b_token, dw, n1, n2, **gather):
+        # The expert on the grid's slow axis: its routes' rows stay in L2 while its tiles run.
+        grid = (triton.cdiv(n2, wt["BLOCK_N"]), triton.cdiv(n1, wt["BLOCK_M"]), experts)
+        _weights[grid](a, a_token, b, b_token, dw, starts, ends, n1, n2, **gather, **wt)
+
+    per_expert(dh1, token, x, token, dw1, f, d, GATHER_A=False, GATHER_B=True)
+    per_expert(dh3, token, x, token, dw3, f, d, GATHER_A=False, GATHER_B=True)
     # dW2 = (w dy[token])^T a = dy[token]^T (w a): the weight rides on a, stored weighted by _up.
-    _weights[(experts, triton.cdiv(d, bm), triton.cdiv(f, bn))](dy, token, act_weighted, token, dw2, starts, ends, d, f,
-                                                                GATHER_A=True, GATHER_B=False,
-                                                                BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **launch)
+    per_expert(dy, token, act_weighted, token, dw2, d, f, GATHER_A=True, GATHER_B=False)
     return y, dx, dw1, dw3, dw2, dweights
