@@ -1,4 +1,4 @@
-"""What a kernel raised, told against its author's own file.
+"""What a kernel raised, told against its author's own file; and how a sandbox's exit is told.
 
 The sandbox reports an exception as its type, its message and the lines of the kernel file
 on its traceback (``sandbox/tracebacks.py``); it runs a copy of the file under another name
@@ -38,3 +38,19 @@ def describe(error, kernel_path: Path | str) -> str:
 
 def _own_name(message: str, name: str) -> str:
     return message.replace(KERNEL_FILE, name).replace(KERNEL_MODULE, Path(name).stem)
+
+
+# The end of the sandbox's own output a start-up failure quotes: a traceback's last frames.
+LOG_TAIL_CHARS = 800
+STARTUP = "start-up"
+
+
+def exit_detail(code, during: str, log_tail: str) -> str:
+    """A sandbox's exit, and for one during start-up the end of its output. Only then: start-up
+    runs the harness's own code, before the kernel file loads; from the load on, the output is
+    the submission's, which could carry what it saw (a hidden size's shapes) into the report."""
+    detail = f"the sandbox exited (status {code}) during {during}"
+    tail = log_tail.strip()
+    if during == STARTUP and tail:
+        detail += ": " + " | ".join(line.strip() for line in tail.splitlines()[-6:] if line.strip())
+    return detail

@@ -189,7 +189,7 @@ class Sandbox:
         """The second half of :meth:`start`: wait for the launched process's start-up and the
         kernel file's load, and read what held around it."""
         spawned, launcher, raised = self._spawned, self._launcher, self._raised
-        staged = self._await_reply(self.startup_timeout_s, during="start-up")
+        staged = self._await_reply(self.startup_timeout_s, during=kernel_errors.STARTUP)
         staged_at = time.monotonic()
         hello = self._await_reply(self.startup_timeout_s, during="loading the kernel file")
         self.stages_ms = phases.stages(spawned, staged.get("marks"), staged_at, time.monotonic())
@@ -362,7 +362,7 @@ class Sandbox:
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
             return SandboxFailure("error", "crashed", f"the sandbox died of {name} during {during}")
-        return SandboxFailure("error", "process_exit", f"the sandbox exited (status {code}) during {during}")
+        return SandboxFailure("error", "process_exit", kernel_errors.exit_detail(code, during, self.log_tail(kernel_errors.LOG_TAIL_CHARS)))
 
     def _kill(self) -> None:
         if self.cgroup is not None:
