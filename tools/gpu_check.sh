@@ -11,7 +11,8 @@
 #   bash tools/gpu_check.sh attention_solution  # attention: the solution x3 alone
 #   bash tools/gpu_check.sh prefill      # chunked_prefill: expert as submission, solution x3, starting kernel, cheats
 #   bash tools/gpu_check.sh prefill_expert  # chunked_prefill: the cuDNN expert as a trusted submission alone
-#   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, solution x3, starting kernel, cheats
+#   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, solution x3, starting kernel, cheats;
+#                                        # moe_expert, moe_solution (with the starting kernel), moe_cheats: one part
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
 #                                        # BASELINES_K="public" (or "hidden") for one half per GPU
 #   bash tools/gpu_check.sh stability    # rmsnorm_stability + attention_stability: the expert graded as
@@ -142,14 +143,18 @@ for MODE in "${@:-quick}"; do
     grade chunked_prefill prefill_starting_kernel env_suites/chunked_prefill/starting_kernel.py $SEALED
     ls tests/cheats/chunked_prefill/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
       'grade chunked_prefill cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
-  moe)
+  moe|moe_expert|moe_solution|moe_cheats)
     # moe_experts: the expert as a trusted submission (eager or compiled grouped GEMM against
-    # itself), the solution x3, the starting kernel, then its cheats.
-    grade moe_experts moe_expert_as_submission expert/moe_experts/expert_grouped_mm.py $SEALED --nodus-trusted --nodus-reruns=3
-    grade moe_experts moe_solution expert/moe_experts/solution.py $SEALED --nodus-reruns=3
-    grade moe_experts moe_starting_kernel env_suites/moe_experts/starting_kernel.py $SEALED
-    ls tests/cheats/moe_experts/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
-      'grade moe_experts cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
+    # itself), the solution x3 and the starting kernel, then its cheats; each part alone fits
+    # one device call.
+    [ $MODE = moe ] || [ $MODE = moe_expert ] && grade moe_experts moe_expert_as_submission \
+      expert/moe_experts/expert_grouped_mm.py $SEALED --nodus-trusted --nodus-reruns=3
+    if [ $MODE = moe ] || [ $MODE = moe_solution ]; then
+      grade moe_experts moe_solution expert/moe_experts/solution.py $SEALED --nodus-reruns=3
+      grade moe_experts moe_starting_kernel env_suites/moe_experts/starting_kernel.py $SEALED
+    fi
+    [ $MODE = moe ] || [ $MODE = moe_cheats ] && ls tests/cheats/moe_experts/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} \
+      bash -c 'grade moe_experts cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
   attention|attention_solution)
     grade attention_backward attn_solution expert/attention_backward/solution.py $SEALED --nodus-reruns=3
     [ "$MODE" = attention_solution ] && continue
