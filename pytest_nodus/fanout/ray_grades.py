@@ -22,21 +22,13 @@ ever missing from the rows.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-FLOOR = -24.0  # the reward of anything not correct (grader/reward.py); kept here so a driver imports no torch
-
-
-def attempt_files(paths: Sequence[str | Path]) -> list[Path]:
-    """Kernel files, in order: each path a file, or a folder whose ``*.py`` files count (sorted)."""
-    files: list[Path] = []
-    for path in map(Path, paths):
-        files += sorted(p for p in path.glob("*.py") if p.is_file()) if path.is_dir() else [path]
-    return files
+from pytest_nodus.grader import batch_files
+from pytest_nodus.grader.batch_files import FLOOR, attempt_files, row as _row  # noqa: F401  (re-exported)
 
 
 def _grade_one(env: str, name: str, source: bytes, sealed: str | None, device: str, reruns: int,
@@ -58,15 +50,6 @@ def _lost(exc: BaseException) -> bool:
 
     return isinstance(exc, (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.ObjectLostError,
                             exceptions.OwnerDiedError, exceptions.LocalRayletDiedError))
-
-
-def _row(index: int, attempt: Path, tries: int, document: dict | None, failure: str | None) -> dict[str, Any]:
-    if document is None:
-        return {"index": index, "attempt": str(attempt), "status": "error", "reward": FLOOR, "speedup": None,
-                "flags": [{"code": "no_result", "detail": failure}], "tries": tries, "wall_s": None}
-    return {"index": index, "attempt": str(attempt), "status": document["status"], "reward": document["reward"],
-            "speedup": document["speedup"], "flags": [{"code": f["code"], "detail": f["detail"]} for f in document["flags"]],
-            "tries": tries, "wall_s": document.get("wall_s")}
 
 
 def grade_attempts(env: str | Path, attempts: Sequence[str | Path], *, sealed: str | Path | None = None,
@@ -112,8 +95,7 @@ def grade_attempts(env: str | Path, attempts: Sequence[str | Path], *, sealed: s
         document["submission"]["path"] = str(files[i])  # not the worker's scratch copy
         rows[i] = _row(i, files[i], tries[i], document, None)
         if out_dir:
-            Path(out_dir).mkdir(parents=True, exist_ok=True)
-            (Path(out_dir) / f"{i}-{files[i].stem}.json").write_text(json.dumps(document, indent=1))
+            batch_files.write_document(Path(out_dir), i, files[i], document)
     if jsonl:
-        Path(jsonl).write_text("".join(json.dumps(row) + "\n" for row in rows))
+        batch_files.write_rows(Path(jsonl), rows)
     return rows

@@ -4,11 +4,13 @@ Declaring an environment: ``environment`` (contract, Profile per device kind, Co
 ``keepout`` (what a submission may not use, as intent), ``correctness`` (tolerances).
 The pytest side: ``plugin`` (entry point), ``options``, ``session`` (gathering verdicts,
 xdist), ``suite`` (the graded tests), ``fuzz`` (Hypothesis sizes and shrinking).
-One size: ``grading`` (the rounds), ``sandbox_pool`` (one sandbox per role),
+One size: ``grading`` (one verified call), ``rounds`` (a timed size's rounds, for one
+submission or a batch), ``sandbox_pool`` (one sandbox per role),
 ``sandbox_process`` (start, call, kill: the protocol's owner), ``checks`` (what each
 reading is checked for, per role), ``inputs`` (fresh inputs, slots), ``results``.
 The clock: ``clock`` (the grader's window), ``child_time`` and ``processes`` (/proc),
 ``process_memory`` (CPU outputs), ``timing`` (claims held to the clock), ``devices``.
 Kept out of submissions: ``fatbin_scan``, ``heap_build``, ``arena_memory``.
-The verdict: ``reward``, ``report`` (terminal and JSON), ``workspace`` (an agent's folder).
+The verdict: ``reward``, ``report`` (terminal and JSON), ``batch_files`` (a batch's documents,
+rows and picture), ``workspace`` (an agent's folder).
 """

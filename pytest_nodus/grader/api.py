@@ -10,8 +10,10 @@ typed: :class:`Grade`, with the raw document in ``Grade.document``.
     if g.correct: pay(g.reward)
 
 ``env`` is an environment this installation carries (``pytest_nodus.environments`` entry
-points) or the path of an environment's folder. Several submissions are graded one after
-another, each in its own grade.
+points) or the path of an environment's folder. Several submissions are graded as a batch:
+one pytest run, every attempt against the same expert run and the same inputs, each with the
+verdict its own grade would give (``grader/rounds.py``); ``one_run=False`` grades them one
+after another instead.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -65,7 +68,7 @@ class Grade:
     sealed: bool
     wall_s: float | None
     document: dict[str, Any]
-    exit_status: int  # pytest's: 0 only when correct
+    exit_status: int  # pytest's: 0 only when correct (a batch's run: only when every attempt is)
     output: str  # what pytest printed (the terminal report)
 
     @property
@@ -107,28 +110,45 @@ def suite_folder(env: str | Path) -> Path:
 
 def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sealed: str | Path | None = None,
           device: str = "auto", reruns: int = 1, seed: int | None = None, against: str = "expert",
-          pytest_args: Sequence[str] = (), timeout_s: float | None = None) -> Grade | list[Grade]:
-    """Grade ``submission`` (one kernel file, or several: a list back) against ``env``.
+          pytest_args: Sequence[str] = (), timeout_s: float | None = None, one_run: bool = True) -> Grade | list[Grade]:
+    """Grade ``submission`` (one kernel file, or several: a list back, in order) against ``env``.
 
     ``sealed``: the folder of hidden sizes (a sealed grade). ``device``: auto, cuda or cpu.
     ``against``: expert, or starting_kernel for a local check. ``pytest_args`` go to pytest
-    as they are (``-n 2``, ``--nodus-call-timeout=60``). Raises :class:`GradeFailed` when
-    pytest writes no grade (a usage error), ``subprocess.TimeoutExpired`` past ``timeout_s``."""
+    as they are (``-n 2``, ``--nodus-call-timeout=60``). Several files are one batch unless
+    ``one_run`` is False (no path of theirs may then hold ':', the batch's separator). Raises
+    :class:`GradeFailed` when pytest writes no grade (a usage error),
+    ``subprocess.TimeoutExpired`` past ``timeout_s``."""
+    options = dict(sealed=sealed, device=device, reruns=reruns, seed=seed, against=against, pytest_args=pytest_args,
+                   timeout_s=timeout_s)
     if not isinstance(submission, (str, Path)):
-        return [grade(env, one, sealed=sealed, device=device, reruns=reruns, seed=seed, against=against,
-                      pytest_args=pytest_args, timeout_s=timeout_s) for one in submission]
+        files = [Path(one).resolve() for one in submission]
+        if not one_run or len(files) == 1:
+            return [grade(env, one, **options) for one in files]
+        return _run(env, files, **options)
+    return _run(env, Path(submission).resolve(), **options)[0]
+
+
+def _run(env, submission: Path | list[Path], *, sealed, device, reruns, seed, against, pytest_args,
+         timeout_s) -> list[Grade]:
+    """One pytest run: a grade, or a batch's grades in order."""
+    from pytest_nodus.grader import batch_files
+
     folder = suite_folder(env)
+    files = submission if isinstance(submission, list) else [submission]
+    batch = isinstance(submission, list)
     with tempfile.TemporaryDirectory(prefix="nodus-api-") as work:
-        report = Path(work) / "grade.json"
+        report = Path(work) / ("grades" if batch else "grade.json")
         command = [*walls.die_with_parent(), sys.executable, "-m", "pytest", str(folder), "-p", "no:cacheprovider", "-q",
-                   f"--rootdir={work}", f"--nodus-submission={Path(submission).resolve()}",
+                   f"--rootdir={work}", f"--nodus-submission={os.pathsep.join(str(f) for f in files)}",
                    f"--nodus-json={report}", f"--nodus-device={device}", f"--nodus-reruns={reruns}",
                    f"--nodus-against={against}", *([f"--nodus-sealed={Path(sealed).resolve()}"] if sealed else []),
                    *([f"--nodus-seed={seed}"] if seed is not None else []), *pytest_args]
         run = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=timeout_s,
                              stdin=subprocess.DEVNULL)
         output = run.stdout + run.stderr
-        if not report.is_file():
+        written = [report / batch_files.document_name(i, f) for i, f in enumerate(files)] if batch else [report]
+        if not all(path.is_file() for path in written):
             last = next((line for line in reversed(output.splitlines()) if line.strip()), "no output")
             raise GradeFailed(f"pytest wrote no grade (exit status {run.returncode}): {last}", output)
-        return Grade.from_document(json.loads(report.read_text()), run.returncode, output)
+        return [Grade.from_document(json.loads(path.read_text()), run.returncode, output) for path in written]

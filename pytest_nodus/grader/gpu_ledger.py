@@ -41,11 +41,14 @@ GRADER_CALLS = 4
 SANDBOX_CALLS = 2 * 4
 
 
-def need_bytes(call_bytes: int, budget_bytes: int) -> int:
-    """What a grade may hold at its largest size: the grader's buffers, both sandboxes'
-    arenas and heaps, three processes' contexts, and the expert and the submission each
-    allocating up to the environment's published budget outside their heaps."""
-    return (GRADER_CALLS + SANDBOX_CALLS) * call_bytes + 3 * CONTEXT_BYTES + 2 * budget_bytes
+def need_bytes(call_bytes: int, budget_bytes: int, submissions: int = 1) -> int:
+    """What a grade may hold at its largest size: the grader's buffers, the expert's and each
+    submission's arenas and heaps, their processes' contexts and the grader's, and the
+    expert and each submission allocating up to the environment's published budget outside
+    their heaps. A batch of N attempts holds N submission sandboxes at once."""
+    sandboxes = 1 + submissions
+    return (GRADER_CALLS + SANDBOX_CALLS // 2 * sandboxes) * call_bytes + (1 + sandboxes) * CONTEXT_BYTES \
+        + sandboxes * budget_bytes
 
 
 def _alive(pid: int) -> bool:

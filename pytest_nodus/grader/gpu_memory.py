@@ -26,11 +26,12 @@ PAUSE_S = (5.0, 30.0)
 
 
 class OutOfMemory(Exception):
-    """The grader's own allocation failed in an attempt at a size; ``result`` is that attempt's."""
+    """The grader's own allocation failed in an attempt at a size; ``results`` are that
+    attempt's, one per submission graded (a batch grades several)."""
 
-    def __init__(self, result: SizeResult):
-        super().__init__(result.id)
-        self.result = result
+    def __init__(self, results: list[SizeResult]):
+        super().__init__(results[0].id)
+        self.results = results
 
 
 def pauses(wait_s: float):
@@ -50,28 +51,30 @@ def release(device) -> None:
         torch.cuda.empty_cache()
 
 
-def waiting_for_memory(attempt, device, wait_s: float) -> SizeResult:
-    """``attempt()`` (a size from fresh inputs, raising :class:`OutOfMemory`) until the
-    grader's own allocations fit or ``wait_s`` is spent; the submission's calls of a failed
-    attempt are discarded with their inputs. The wait is the size's ``gpu_wait`` phase."""
+def waiting_for_memory(attempt, device, wait_s: float) -> list[SizeResult]:
+    """``attempt()`` (a size from fresh inputs: its results, one per submission, or
+    :class:`OutOfMemory`) until the grader's own allocations fit or ``wait_s`` is spent; the
+    submissions' calls of a failed attempt are discarded with their inputs. The wait is the
+    size's ``gpu_wait`` phase."""
     waits, waited_s = pauses(wait_s), 0.0
     while True:
         try:
-            result = attempt()
+            results = attempt()
             break
         except OutOfMemory as out:
             if (pause := next(waits, None)) is None:
-                result = _out_of_memory(out.result, out.__cause__, device, waited_s)
+                results = _out_of_memory(out.results, out.__cause__, device, waited_s)
                 break
             release(device)
             time.sleep(pause)
             waited_s += pause
     if waited_s:
-        phases.add(result.phases, "gpu_wait", 1e3 * waited_s)
-    return result
+        for result in results:
+            phases.add(result.phases, "gpu_wait", 1e3 * waited_s)
+    return results
 
 
-def _out_of_memory(result: SizeResult, exc: BaseException, device, waited_s: float) -> SizeResult:
+def _out_of_memory(results: list[SizeResult], exc: BaseException, device, waited_s: float) -> list[SizeResult]:
     """Still no memory: not the submission's verdict, but no grade can vouch for a size it did
     not run, so the size stays at the floor under a code of its own, which a pipeline retries
     on a GPU that is not shared."""
@@ -80,6 +83,7 @@ def _out_of_memory(result: SizeResult, exc: BaseException, device, waited_s: flo
         free, total = torch.cuda.mem_get_info(torch.device(device.torch_name))
         detail += (f": {free / 2**20:.0f} MiB free of {total / 2**30:.0f} GiB on {device.torch_name} after waiting "
                    f"{waited_s:.0f} s; other processes hold the rest (several grades on one GPU?)")
-    result.flag("grader_out_of_memory", detail)
+    for result in results:
+        result.flag("grader_out_of_memory", detail)
     release(device)
-    return result
+    return results

@@ -1,12 +1,16 @@
 """Grade one size: the procedure that ties inputs, sandboxes, checks and timing together.
 
-A timed size runs ``warmup + timed`` rounds. Each round makes fresh inputs, then calls
-the expert and the submission on them (order alternating), each in its own sandbox, each
-call verified against the reference computed here from the grader's pristine copy. Warm-up
-calls are verified like the rest; only their times are dropped. A fuzzed size is one
-verified call of the submission alone.
+A timed size runs ``warmup + timed`` rounds (``grader/rounds.py``). Each round makes fresh
+inputs, then calls the expert and every submission on them (the order rotating per round),
+each in its own sandbox, each call verified against the reference computed here from the
+grader's pristine copy. Warm-up calls are verified like the rest; only their times are
+dropped. A fuzzed size is one verified call of a submission alone.
 
-Everything the submission could influence is decided here, in the grader process: the
+A grade usually has one submission (role ``submission``); a batch grades several attempts
+against one expert run (roles ``submission:<i>``), each attempt with its own sandbox and its
+own verdict per size.
+
+Everything a submission could influence is decided here, in the grader process: the
 values in the receipts, whether the inputs came back untouched, which kernels ran, and
 whether its claimed times agree with the grader's clock. What each check means for each
 role is ``grader/checks.py``.
@@ -14,28 +18,17 @@ role is ``grader/checks.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import checks, devices, gpu_ledger, gpu_memory, idle_work, inputs, phases, size_times, timing
+from pytest_nodus.grader import checks, devices, gpu_ledger, gpu_memory, idle_work, inputs, phases, rounds, timing
 from pytest_nodus.grader.cgroup import frozen
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
-from pytest_nodus.grader.sandbox_pool import SandboxPool
+from pytest_nodus.grader.sandbox_pool import SandboxPool, is_submission, submission_roles
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 
-
-@dataclass(frozen=True)
-class TimingPlan:
-    warmup: int
-    timed: int
-
-
-# The CPU times more calls than a quartile needs (4): its clock shares two cores with the
-# grader, and seven calls keep the IQR from resting on a single outlier.
-PLANS = {"cuda": TimingPlan(warmup=3, timed=20), "cpu": TimingPlan(warmup=1, timed=7)}
 
 # The expert's and the baselines' first call at a new size may compile: FlexAttention's cold
 # torch.compile takes minutes on the H200, past attention's call limit. They are the
@@ -44,11 +37,14 @@ TRUSTED_FIRST_CALL_TIMEOUT_S = 900.0
 
 
 class Grader:
-    """Per-process (per xdist worker) owner of the sandboxes and the grade seed."""
+    """Per-process (per xdist worker) owner of the sandboxes and the grade seed.
+    ``submissions``: one kernel file, or several for a batch (``roles``: one per file)."""
 
-    def __init__(self, submission: Path, device: devices.Device, grade_seed: int, audit: bool = True,
+    def __init__(self, submissions: Path | list[Path], device: devices.Device, grade_seed: int, audit: bool = True,
                  expert_cache: Path | None = None, baselines: bool = False, trusted: bool = False,
                  fail_fast: bool = False):
+        submissions = [Path(submissions)] if isinstance(submissions, (str, Path)) else [Path(p) for p in submissions]
+        self.roles = submission_roles(len(submissions))
         self.device = device
         # --nodus-fail-fast: a size stops at the submission's first failed call; the grade
         # is at the floor from then on, so its other rounds (and the expert) cost time only.
@@ -59,16 +55,16 @@ class Grader:
         # A trusted submission (the expert graded against itself, to calibrate the timer) may
         # run the kernels the environment forbids; every other check still applies.
         self.trusted = trusted
-        self.pool = SandboxPool(submission, device, audit, expert_cache, trusted)
-        self._failed_baselines: set[str] = set()  # a baseline that failed once is not retried this grade
-        self.plan = PLANS[device.kind]
+        self.pool = SandboxPool(submissions, device, audit, expert_cache, trusted)
+        self.failed_baselines: set[str] = set()  # a baseline that failed once is not retried this grade
+        self.plan = rounds.PLANS[device.kind]
         self.call_timeout_override: float | None = None
         self.gpu_wait_s = devices.GPU_WAIT_S  # --nodus-gpu-wait
         self.ledger: gpu_ledger.Ledger | None = None  # the GPU memory this grade reserves, at its first size
         self._reserved = 0
         # A submission that hung once is not given the device again in this grade: every
-        # further size would cost another full time limit for the same verdict.
-        self._hung: SandboxFailure | None = None
+        # further size would cost another full time limit for the same verdict. By role.
+        self.hung: dict[str, SandboxFailure] = {}
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
 
     def close(self) -> None:
@@ -86,7 +82,7 @@ class Grader:
             self.ledger = gpu_ledger.for_device(self.device)
         planned = [*self.pool.planned_dims.get(env.name, ()), dims]
         need = gpu_ledger.need_bytes(max(env.contract.call_bytes(d) for d in planned),
-                                     int(env.profile(self.device.kind).memory_gib * gpu_ledger.GIB))
+                                     int(env.profile(self.device.kind).memory_gib * gpu_ledger.GIB), len(self.roles))
         if need > self._reserved:
             phases.add(result.phases, "gpu_wait", self.ledger.reserve(need, self.gpu_wait_s))
             self._reserved = need
@@ -108,14 +104,14 @@ class Grader:
                        timed: bool):
         timeout = self._timeout(env)
         first_call = (sandbox.process.pid, tuple(sorted(dims.items())))  # a restarted sandbox compiles again
-        if role != "submission" and first_call not in self._warmed:
+        if not is_submission(role) and first_call not in self._warmed:
             timeout = max(timeout, TRUSTED_FIRST_CALL_TIMEOUT_S)
         outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
         slot = self.pool.placer(role, env).place(fresh, outputs)
         scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
         order = [spec.name for spec in env.contract.inputs]
         baseline = role.startswith("baseline:")
-        submission = role == "submission"
+        submission = is_submission(role)
         if baseline:
             slot.write_now(fresh)  # a baseline's untimed prepare reads them while armed
         if submission:
@@ -193,186 +189,67 @@ class Grader:
                                              f"({', '.join(worked[1]) or 'threads that have ended'})")
 
     # -- sizes ---------------------------------------------------------------------------
-    def grade_size(self, env: Environment, size: Size, label: str, rerun: int = 0) -> SizeResult:
-        def attempt() -> SizeResult:
-            result = SizeResult(size.id, size.kind, rerun, dict(size.dims), device=self.device.torch_name,
-                                env={"name": env.name, "version": env.version}, throughput_unit=env.cost.unit)
+    def grade_size(self, env: Environment, size: Size, label: str, rerun: int = 0) -> list[SizeResult]:
+        """One size for every submission, in shared rounds: their results, in ``roles`` order."""
+        def attempt() -> list[SizeResult]:
+            results = {role: SizeResult(size.id, size.kind, rerun, dict(size.dims), device=self.device.torch_name,
+                                        env={"name": env.name, "version": env.version},
+                                        throughput_unit=env.cost.unit) for role in self.roles}
             try:
-                return self._grade_size(env, size, label, result)
+                self._grade_size(env, size, label, results)
             except torch.OutOfMemoryError as exc:
-                raise gpu_memory.OutOfMemory(result) from exc
+                raise gpu_memory.OutOfMemory(list(results.values())) from exc
             except devices.DeviceBusy as busy:
                 # Not the submission's doing either, and no grade vouches for a size it did not
                 # time: the floor, under a code a pipeline can retry on.
-                result.flag("gpu_busy", str(busy))
-                return result
+                for result in results.values():
+                    result.flag("gpu_busy", str(busy))
+            return list(results.values())
 
         return gpu_memory.waiting_for_memory(attempt, self.device, self.gpu_wait_s)
 
-    def _grade_size(self, env: Environment, size: Size, label: str, result: SizeResult) -> SizeResult:
-        if self._hung is not None:
-            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
-            return result
-        self._reserve(env, size.dims, result)
-        if not self.fail_fast:
-            # The expert's sandbox starts beside the submission's instead of after it. A
-            # failure to launch is reported where the expert is first needed (_start_expert).
-            try:
-                with phases.timed(result.phases, "start"):
-                    self.pool.launch(env, "expert", size.dims)
-            except SandboxFailure:
-                pass
-        try:
-            submission = self.pool.get(env, "submission", size.dims, result.phases)
-        except SandboxFailure as failure:
-            result.flag(failure.code, failure.detail)
-            return result
-        submission.rest()  # from its start-up or its last size to its first call here
-        result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
-        sandboxes = {"submission": submission}
-        # Under --nodus-fail-fast the expert starts once the submission's first call has
-        # passed: a submission that fails it never costs the expert's start.
-        if not self.fail_fast and not self._start_expert(env, size, sandboxes, result):
-            return result
-        times: dict[str, list[timing.CallTimes]] = {"expert": [], "submission": []}
-        baselines = self._baseline_sandboxes(env, size, result) if size.kind in ("public", "hidden") else {}
-        times.update({role: [] for role in baselines})
-        rounds = env.profile(self.device.kind).timing
-        plan = TimingPlan(*rounds) if rounds else self.plan
-        with devices.exclusive(self.device, self.gpu_wait_s) as waited_ms:
-            phases.add(result.phases, "gpu_wait", waited_ms)
-            try:
-                round_number, rounds_left, contended = 0, plan.warmup + plan.timed, 0
-                while rounds_left:
-                    seed = inputs.call_seed(self.grade_seed, label, round_number)
-                    with phases.timed(result.phases, "inputs"):
-                        fresh = inputs.make_inputs(env, size.dims, seed, self.torch_device)
-                    references = None
-                    roles = ("submission", "expert") if round_number % 2 == 0 else ("expert", "submission")
-                    timed = round_number >= plan.warmup
-                    round_times, void = {}, False
-                    for role in roles:
-                        if role not in sandboxes and not self._start_expert(env, size, sandboxes, result):
-                            return result
-                        try:
-                            call, references = self._call(env, sandboxes[role], size.dims, fresh, references,
-                                                          result, role, timed)
-                        except SandboxFailure as failure:
-                            if role == "expert" and failure.code != "expert_failed":
-                                # The grader's own side broke: never the submission's verdict.
-                                raise SandboxFailure("error", "expert_failed", f"the expert: {failure}") from None
-                            raise
-                        result.calls += role == "submission"
-                        if self.fail_fast and result.flags:
-                            # A failed size: its other rounds change nothing. Its finish still
-                            # runs, so the late-write check and the audit name the cheat.
-                            checks.finished(env, self.trusted, submission.finish(self._timeout(env)), result)
-                            return result
-                        round_times[role] = call
-                        void |= timed and call.contended_ns > 0
-                    for role in list(baselines):
-                        try:
-                            call, references = self._call(env, baselines[role], size.dims, fresh, references, result,
-                                                          role, timed=False)
-                        except SandboxFailure as failure:  # context only: drop it, keep grading
-                            self._baseline_failed(result, role.removeprefix("baseline:"), str(failure))
-                            del baselines[role], times[role]
-                            continue
-                        round_times[role] = call
-                    round_number += 1
-                    if void:
-                        # Another context held the GPU as a window opened (grader/gpu_idle.py):
-                        # the round was verified, and is timed again on fresh inputs.
-                        contended += 1
-                        result.contended_rounds = contended
-                        if contended > plan.timed:
-                            step = max(c.contended_ns for c in round_times.values()) / 1e6
-                            result.flag("gpu_contended", f"{contended} rounds opened on a GPU another context held "
-                                                         f"(the last with a step of {step:.2f} ms in the idle probe)")
-                            return result
-                        continue
-                    rounds_left -= 1
-                    for role, call in round_times.items():
-                        if timed:
-                            times[role].append(call)
-                self._idle_check(submission, result)
-                for role in ("expert", "submission"):
-                    with phases.timed(result.phases, "finish"):
-                        reply = sandboxes[role].finish(self._timeout(env))
-                    if role == "submission":
-                        checks.finished(env, self.trusted, reply, result)
-                        submission.rest()
-            except SandboxFailure as failure:
-                result.flag(failure.code, failure.detail)
-                if failure.status == "timeout":
-                    self._hung = failure
-                return result
-        size_times.record(result, env, size, times, self.device, self.trusted)
-        gpu_memory.release(self.device)
-        return result
+    def _grade_size(self, env: Environment, size: Size, label: str, results: dict[str, SizeResult]) -> None:
+        rounds.grade(self, env, size, label, results)
 
-    def _start_expert(self, env: Environment, size: Size, sandboxes: dict, result: SizeResult) -> bool:
-        try:
-            sandboxes["expert"] = self.pool.get(env, "expert", size.dims, result.phases)
-        except SandboxFailure as failure:
-            result.flag("expert_failed", f"the expert did not start: {failure}")
-            return False
-        return True
-
-    def _baseline_sandboxes(self, env: Environment, size: Size, result: SizeResult) -> dict[str, Sandbox]:
-        if not self.baselines:
-            return {}
-        started = {}
-        for name in env.profile(self.device.kind).baselines:
-            if name in self._failed_baselines:
-                self._baseline_failed(result, name, "failed at an earlier size of this grade")
-                continue
-            try:
-                started[f"baseline:{name}"] = self.pool.get(env, f"baseline:{name}", size.dims, result.phases)
-            except SandboxFailure as failure:
-                self._baseline_failed(result, name, f"did not start: {failure}")
-        return started
-
-    def _baseline_failed(self, result: SizeResult, name: str, why: str) -> None:
-        # A baseline that hangs would otherwise cost a full call time limit at every size.
-        self._failed_baselines.add(name)
-        result.baseline_notes = {**(result.baseline_notes or {}), name: result.public_text(why)[:200]}
-
-    def check_fuzzed(self, env: Environment, dims: dict, label: str, example: int, rerun: int = 0) -> SizeResult:
+    def check_fuzzed(self, env: Environment, dims: dict, label: str, example: int, rerun: int = 0,
+                     attempt: int = 0) -> SizeResult:
         """One verified call of the submission alone at a Hypothesis-drawn size.
 
         The inputs are a function of the grade seed, ``label`` and the dims, not of the
         example number: Hypothesis replays a failing size while it shrinks and once more at
         the end, and a replay with other values can pass by chance (a one-element row), which
         left the reported size half-shrunk. Different sizes still get different values."""
-        def attempt() -> SizeResult:
+        role = self.roles[attempt]
+
+        def one() -> list[SizeResult]:
             result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), device=self.device.torch_name,
                                 env={"name": env.name, "version": env.version})
             try:
                 self._reserve(env, dims, result)
-                self._check_fuzzed(env, dims, label, rerun, result)
+                self._check_fuzzed(env, dims, label, rerun, result, role)
             except torch.OutOfMemoryError as exc:
-                raise gpu_memory.OutOfMemory(result) from exc
+                raise gpu_memory.OutOfMemory([result]) from exc
             except devices.DeviceBusy as busy:
                 result.flag("gpu_busy", str(busy))
-                return result
+                return [result]
             gpu_memory.release(self.device)
-            return result
+            return [result]
 
-        return gpu_memory.waiting_for_memory(attempt, self.device, self.gpu_wait_s)
+        return gpu_memory.waiting_for_memory(one, self.device, self.gpu_wait_s)[0]
 
-    def _check_fuzzed(self, env: Environment, dims: dict, label: str, rerun: int, result: SizeResult) -> None:
-        if self._hung is not None:
-            result.flag(self._hung.code, f"not run: the submission already hung ({self._hung.detail})")
+    def _check_fuzzed(self, env: Environment, dims: dict, label: str, rerun: int, result: SizeResult,
+                      role: str) -> None:
+        if role in self.hung:
+            result.flag(self.hung[role].code, f"not run: the submission already hung ({self.hung[role].detail})")
             return
         try:
-            submission = self.pool.get(env, "submission", dims, result.phases)
+            submission = self.pool.get(env, role, dims, result.phases)
             result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
             size_label = f"{label}/{sorted(dims.items())}"
             with phases.timed(result.phases, "inputs"):
                 fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun),
                                            self.torch_device)
-            self._call(env, submission, dims, fresh, None, result, "submission", timed=False)
+            self._call(env, submission, dims, fresh, None, result, role, timed=False)
             result.calls = 1
             with phases.timed(result.phases, "finish"):
                 reply = submission.finish(self._timeout(env))
@@ -381,4 +258,4 @@ class Grader:
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
             if failure.status == "timeout":
-                self._hung = failure
+                self.hung[role] = failure

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-SUBMISSION_HELP = "Kernel file to grade (defines the environment's entry point, e.g. kernel)."
+SUBMISSION_HELP = ("Kernel file to grade (defines the environment's entry point, e.g. kernel). A folder (its *.py "
+                   "files), or several paths joined by ':', grades a batch: every attempt against one expert run, "
+                   "on the same inputs; --nodus-json then names a folder for each attempt's grade, grades.jsonl "
+                   "and grades.png.")
 SEALED_HELP = "Directory of hidden sizes (sealed_fixtures/): adds them and marks the grade sealed."
 JSON_HELP = "Write the grade as JSON (schema: pytest_nodus/grader/schema/grade.schema.json)."
 RERUNS_HELP = "Grade N times with fresh seeds and fuzzed sizes; correct only if all N are (default 1)."
@@ -59,7 +62,14 @@ class Options:
 
     def __init__(self, config):
         get = config.getoption
-        self.submission = Path(get("nodus_submission")) if get("nodus_submission") else None
+        given = [Path(p) for p in get("nodus_submission").split(os.pathsep) if p] if get("nodus_submission") else []
+        # A batch: a folder of attempts or several paths, each attempt graded as its own grade
+        # would be, against one expert run (grader/rounds.py).
+        self.batch = len(given) > 1 or any(p.is_dir() for p in given)
+        from pytest_nodus.grader.batch_files import attempt_files
+
+        self.submissions = attempt_files(given)
+        self.submission = self.submissions[0] if self.submissions else None
         self.sealed_dir = Path(get("nodus_sealed")) if get("nodus_sealed") else None
         self.json_path = Path(get("nodus_json")) if get("nodus_json") else None
         self.agent_report_path = Path(get("nodus_agent_report")) if get("nodus_agent_report") else None
@@ -72,8 +82,14 @@ class Options:
         self.fail_fast = bool(get("nodus_fail_fast"))
         self.against = get("nodus_against")
         self.seed = None if get("nodus_seed") is None else _non_negative_int(get("nodus_seed"), "--nodus-seed")
-        if self.submission is not None and not self.submission.is_file():
-            raise pytest.UsageError(f"pytest-nodus: --nodus-submission {self.submission}: no such file")
+        for path in self.submissions:
+            if not path.is_file():
+                raise pytest.UsageError(f"pytest-nodus: --nodus-submission {path}: no such file")
+        if given and not self.submissions:
+            raise pytest.UsageError(f"pytest-nodus: --nodus-submission {given[0]}: no kernel files (*.py) there")
+        if self.batch and self.json_path is not None and self.json_path.is_file():
+            raise pytest.UsageError(f"pytest-nodus: --nodus-json {self.json_path}: a batch writes a folder of grades "
+                                    "there, not one file")
         if self.sealed_dir is not None and not self.sealed_dir.is_dir():
             raise pytest.UsageError(f"pytest-nodus: --nodus-sealed {self.sealed_dir}: no such directory")
         if self.sealed_dir is not None and self.seed is not None:

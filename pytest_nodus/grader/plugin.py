@@ -43,7 +43,8 @@ def nodus_grade(request, _nodus_session):
 
 def pytest_configure(config):
     options = Options(config)
-    if options.fail_fast and not config.option.maxfail:
+    # In a batch each attempt stops at its own first failure (grader/rounds.py), the run does not.
+    if options.fail_fast and not config.option.maxfail and not options.batch:
         # Before xdist's controller reads it (its configure hook runs last), and passed on to
         # every worker with the rest of the command line.
         config.option.maxfail = 1

@@ -1,8 +1,10 @@
 """The sandboxes of one grade: one per (role, environment), started on demand, kept for the grade.
 
-Roles are ``submission``, ``expert`` and ``baseline:<name>``. Only a submission's sandbox is
-kept out of what its environment forbids (``grader/keepout.py``); a trusted submission
-(``--nodus-trusted``: the expert graded against itself, to calibrate the timer) is not.
+Roles are ``submission`` (or ``submission:<i>``, the i-th attempt of a batch), ``expert`` and
+``baseline:<name>``. Only a submission's sandbox is kept out of what its environment forbids
+(``grader/keepout.py``); a trusted submission (``--nodus-trusted``: the expert graded against
+itself, to calibrate the timer) is not. Every attempt of a batch has a sandbox of its own:
+its own uid, cgroup and scratch.
 """
 
 from __future__ import annotations
@@ -18,9 +20,18 @@ from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 from pytest_nodus.shared.arena import ALIGN
 
 
+def submission_roles(count: int) -> list[str]:
+    """The roles of ``count`` submissions: ``submission`` alone, or one per attempt of a batch."""
+    return ["submission"] if count == 1 else [f"submission:{i}" for i in range(count)]
+
+
+def is_submission(role: str) -> bool:
+    return role == "submission" or role.startswith("submission:")
+
+
 class SandboxPool:
-    def __init__(self, submission: Path, device, audit: bool, expert_cache: Path | None, trusted: bool):
-        self.submission = Path(submission)
+    def __init__(self, submissions: list[Path], device, audit: bool, expert_cache: Path | None, trusted: bool):
+        self.submissions = {role: Path(p) for role, p in zip(submission_roles(len(submissions)), submissions)}
         self.device = device
         self.audit = audit
         self.expert_cache = expert_cache  # persistent compile caches of the trusted files
@@ -137,8 +148,8 @@ class SandboxPool:
         if self.device.kind not in env.profiles:
             raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no profile for {self.device.kind}")
         profile = env.profile(self.device.kind)
-        if role == "submission":
-            path = self.submission
+        if is_submission(role):
+            path = self.submissions[role]
         elif role == "expert":
             path = self.yardsticks.get(env.name, profile.expert)
         else:

@@ -61,6 +61,8 @@ class NodusSession:
         self.grader = None
         self.device = None
         self.document = None
+        self.documents: list[dict] = []  # a batch's, one per attempt
+        self.rows: list[dict] = []  # a batch's summary rows (grader/batch_files.py)
         self.first_test_at: float | None = None  # where the grade's start-up ends (grader/phases.py)
 
     @property
@@ -84,7 +86,7 @@ class NodusSession:
             from pytest_nodus.grader.options import user_cache
 
             cache = user_cache() / "expert"
-            self.grader = Grader(self.options.submission, self.device_choice(), self.grade_seed, expert_cache=cache,
+            self.grader = Grader(self.options.submissions, self.device_choice(), self.grade_seed, expert_cache=cache,
                                  baselines=self.options.baselines, trusted=self.options.trusted,
                                  fail_fast=self.options.fail_fast)
             self.grader.pool.planned_dims = self.planned_dims  # sizes every arena must hold
@@ -96,7 +98,9 @@ class NodusSession:
         if self.options.submission is None:
             return None
         seed = "secret (sealed)" if self.options.sealed else f"{self.grade_seed} (replay: --nodus-seed={self.grade_seed})"
-        return [f"nodus: submission {self.options.submission}, device {self.device_choice().describe()}, "
+        what = (f"batch of {len(self.options.submissions)} attempts" if self.options.batch
+                else f"submission {self.options.submission}")
+        return [f"nodus: {what}, device {self.device_choice().describe()}, "
                 f"{'sealed' if self.options.sealed else 'local check'}, reruns {self.options.reruns}, seed {seed}"
                 f"{', TRUSTED (forbidden kernels waived)' if self.options.trusted else ''}"]
 
@@ -164,12 +168,17 @@ class NodusSession:
 
     def pytest_runtest_logreport(self, report):
         self.ran.add(report.nodeid)
+        if report.nodeid in self.reported:
+            return  # a later phase's report repeats the properties
+        results = []
         for name, value in report.user_properties:
             if name == GRADED_PROPERTY:
                 self.expected[report.nodeid] = (value["size"], value["rerun"])
-            elif name == RESULT_PROPERTY and report.nodeid not in self.reported:
-                self.reported.add(report.nodeid)
-                self.results.append(value)
+            elif name == RESULT_PROPERTY:
+                results.append(value)  # one per attempt in a batch
+        if results:
+            self.reported.add(report.nodeid)
+            self.results += results
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -181,13 +190,14 @@ class NodusSession:
             "startup": 1e3 * (self.first_test_at - self.started), "teardown": 1e3 * (time.monotonic() - closing)}
         if self.is_worker or self.options.submission is None or not (self.expected or self.reported):
             return
-        from pytest_nodus.grader import environment, report
+        from pytest_nodus.grader import report
 
         unfinished = sorted(set(self.expected) - self.reported)
         never = sorted(self.collected - self.ran)
         not_graded = 0
-        stopping = self.config.getoption("maxfail") or any(f.get("code") in STOPS_THE_GRADE
-                                                           for r in self.results for f in r.get("flags", []))
+        # In a batch one attempt's failure stops nothing (grader/suite.py): only -x / --maxfail.
+        stopping = self.config.getoption("maxfail") or (not self.options.batch and any(
+            f.get("code") in STOPS_THE_GRADE for r in self.results for f in r.get("flags", [])))
         if stopping and any(r.get("status") != "correct" for r in self.results):
             # Stopped after a size failed (--nodus-fail-fast, pytest's -x, or a kernel file that
             # does not load): the grade is at the floor whatever the rest would have said, so
@@ -202,10 +212,19 @@ class NodusSession:
             # Collected and never run (every worker that could have run them died): the grade
             # cannot vouch for them, whatever they were.
             self.results.append(_no_result("fuzz", 0, f"{len(never)} collected test(s) never ran, e.g. {never[0]}"))
+        if self.options.batch:
+            self._finish_batch(session, not_graded, outside)
+            return
+        meta = self._meta(self.options.submission, not_graded, outside)
+        self.document = report.build_grade(self.results, meta, self.options.reruns)
+        self._write(session, self.document, stopping)
+
+    def _meta(self, submission: Path, not_graded: int, outside: dict) -> dict:
+        from pytest_nodus.grader import environment
+
         device = self.device_choice()
-        meta = {
-            "submission": {"path": str(self.options.submission),
-                           "sha256": environment.file_sha256(self.options.submission)},
+        return {
+            "submission": {"path": str(submission), "sha256": environment.file_sha256(submission)},
             "device": {"kind": device.kind, "name": device.name, "description": device.describe()},
             "sealed": self.options.sealed,
             "trusted": self.options.trusted,
@@ -216,7 +235,45 @@ class NodusSession:
             "outside_sizes": outside,
             "grader": _grader_versions(),
         }
-        self.document = report.build_grade(self.results, meta, self.options.reruns)
+
+    def _finish_batch(self, session, not_graded: int, outside: dict) -> None:
+        """One document per attempt, as its own grade would have written it, then the batch's
+        rows and picture (``--nodus-json`` names their folder)."""
+        from pytest_nodus.grader import batch_files, report
+        from pytest_nodus.grader.suite import ATTEMPT_KEY
+
+        files = self.options.submissions
+        per_attempt: list[list[dict]] = [[] for _ in files]
+        for result in self.results:
+            attempt = result.pop(ATTEMPT_KEY, None)
+            for i in ([attempt] if attempt is not None else range(len(files))):  # no_result: every attempt's
+                per_attempt[i].append(dict(result))
+        self.documents = [report.build_grade(results, self._meta(path, not_graded, outside), self.options.reruns)
+                          for path, results in zip(files, per_attempt)]
+        self.rows = [batch_files.row(i, path, 1, document, None)
+                     for i, (path, document) in enumerate(zip(files, self.documents))]
+        out = self.options.json_path
+        if out is not None:
+            for i, (path, document) in enumerate(zip(files, self.documents)):
+                batch_files.write_document(out, i, path, document)
+            batch_files.write_rows(out / batch_files.ROWS, self.rows)
+            env = self.documents[0]["env"]["name"] if self.documents else ""
+            batch_files.draw_rows(out / batch_files.PICTURE, self.rows, f"pytest-nodus batch: {env}, "
+                                  f"{len(files)} attempts, reward paid vs speed measured")
+        if self.options.agent_report_path is not None:
+            from pytest_nodus.grader import agent_report
+
+            self.options.agent_report_path.mkdir(exist_ok=True)
+            for i, (path, document) in enumerate(zip(files, self.documents)):
+                agent_report.write(document, self.options.agent_report_path / batch_files.document_name(i, path))
+        # A batch exits 0 only when every attempt is correct, as a single grade does.
+        if any(d["status"] != "correct" for d in self.documents) and session.exitstatus in (
+                0, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _write(self, session, document: dict, stopping) -> None:
+        from pytest_nodus.grader import report
+
         if self.options.json_path is not None:
             report.write_json(self.document, self.options.json_path)
         if self.options.agent_report_path is not None:
@@ -230,6 +287,11 @@ class NodusSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter):
+        if self.rows:
+            terminalreporter.write_sep("=", f"pytest-nodus batch: {len(self.rows)} attempts")
+            for line in _batch_lines(self.rows, self.options.json_path):
+                terminalreporter.write_line(line)
+            return
         if self.document is None:
             return
         from pytest_nodus.grader import report
@@ -247,6 +309,19 @@ _GRADED_TESTS = ("test_size", "test_fuzzed_sizes")  # EnvironmentSuite's (grader
 def _mixed(names: list[str]) -> str:
     return (f"pytest-nodus: this run collects {len(names)} environment suites ({', '.join(names)}); a grade covers "
             "one: name its suite (pytest env_suites/NAME ...)")
+
+
+def _batch_lines(rows: list[dict], out: Path | None) -> list[str]:
+    width = max(len(Path(r["attempt"]).name) for r in rows)
+    lines = [f"{'#':>3} {'attempt':<{width}} {'status':<8} {'reward':>8} {'speedup':>8}  flags"]
+    for r in rows:
+        paid = "-" if r["reward"] is None else f"{r['reward']:.3f}"
+        speed = "-" if r["speedup"] is None else f"{r['speedup']:.3f}"
+        codes = ",".join(sorted({f["code"] for f in r["flags"]})) or "-"
+        lines.append(f"{r['index']:>3} {Path(r['attempt']).name:<{width}} {r['status']:<8} {paid:>8} {speed:>8}  {codes}")
+    if out is not None:
+        lines.append(f"grades, rows and picture: {out}/")
+    return lines
 
 
 def _no_result(size_id: str, rerun: int, detail: str) -> dict:

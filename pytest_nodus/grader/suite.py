@@ -24,6 +24,7 @@ from pytest_nodus.grader.results import SizeResult
 GRADED_MARKER = "nodus_graded"  # the tests whose verdicts make the grade
 GRADED_PROPERTY = "nodus_graded"  # user property of a graded test's setup report: its size and rerun
 RESULT_PROPERTY = "nodus_result"  # user property of its call report: the SizeResult as JSON
+ATTEMPT_KEY = "nodus_attempt"  # in a batch, which attempt a recorded SizeResult belongs to
 
 
 def name_graded_test(item) -> None:
@@ -65,40 +66,63 @@ class GradeRunner:
         self.node = node
         self.options = options
 
-    def _record(self, result: SizeResult) -> None:
-        self.node.user_properties.append((RESULT_PROPERTY, result.as_json()))
+    @property
+    def batch(self) -> bool:
+        return len(self.grader.roles) > 1
 
-    def grade_size(self, env, size, rerun: int) -> SizeResult:
-        result = self.grader.grade_size(env, size, self.node.nodeid, rerun)
-        codes = {f["code"] for f in result.flags}
-        if result.status in ("wrong", "error") and size.kind == "public" and not self.options.sealed \
-                and codes <= SHRINKABLE:
-            smallest = self._shrink(env, size.dims, rerun)
-            if smallest is not None and smallest != dict(size.dims):
-                result.flags.append({"size": result.id, "code": "smallest_failing_size",
-                                     "detail": f"also fails at {smallest} (shrunk)"})
-        self._record(result)
-        self._stop_if_final(codes)
-        if result.status != "correct":
-            pytest.fail(_summary(result), pytrace=False)
-        return result
+    def _record(self, result: SizeResult, attempt: int) -> None:
+        payload = result.as_json()
+        if self.batch:
+            payload[ATTEMPT_KEY] = attempt
+        self.node.user_properties.append((RESULT_PROPERTY, payload))
+
+    def _conclude(self, results: list[SizeResult]) -> None:
+        """Record every attempt's verdict; the test fails when any attempt's does."""
+        for attempt, result in enumerate(results):
+            self._record(result, attempt)
+        if not self.batch:
+            self._stop_if_final({f["code"] for f in results[0].flags})
+        failed = [(i, r) for i, r in enumerate(results) if r.status != "correct"]
+        if failed:
+            pytest.fail("\n".join((f"attempt {i} ({self.grader.pool.submissions[self.grader.roles[i]].name}): "
+                                   if self.batch else "") + _summary(r) for i, r in failed), pytrace=False)
+
+    def grade_size(self, env, size, rerun: int) -> list[SizeResult]:
+        results = self.grader.grade_size(env, size, self.node.nodeid, rerun)
+        for attempt, result in enumerate(results):
+            codes = {f["code"] for f in result.flags}
+            if result.status in ("wrong", "error") and size.kind == "public" and not self.options.sealed \
+                    and codes <= SHRINKABLE:
+                smallest = self._shrink(env, size.dims, rerun, attempt)
+                if smallest is not None and smallest != dict(size.dims):
+                    result.flags.append({"size": result.id, "code": "smallest_failing_size",
+                                         "detail": f"also fails at {smallest} (shrunk)"})
+        self._conclude(results)
+        return results
 
     def _stop_if_final(self, codes) -> None:
-        """Stop the run (under xdist, this worker) after a failure no other size can change."""
+        """Stop the run (under xdist, this worker) after a failure no other size can change.
+        Never in a batch: one attempt's failure says nothing of the others'."""
         for code in sorted(codes & set(STOPS_THE_GRADE)):
             self.node.session.shouldstop = STOPS_THE_GRADE[code]
 
-    def _shrink(self, env, dims, rerun):
+    def _shrink(self, env, dims, rerun, attempt: int):
         counter = itertools.count(10_000)
 
         def fails(trial):
-            return self.grader.check_fuzzed(env, trial, self.node.nodeid + "/shrink", next(counter), rerun).status != "correct"
+            return self.grader.check_fuzzed(env, trial, self.node.nodeid + "/shrink", next(counter), rerun,
+                                            attempt).status != "correct"
 
         from pytest_nodus.grader import fuzz
 
         return fuzz.shrink(dict(dims), env.profile(self.grader.device.kind).domain, fails)
 
-    def fuzz_sizes(self, env, rerun: int) -> SizeResult:
+    def fuzz_sizes(self, env, rerun: int) -> list[SizeResult]:
+        """Each attempt's fuzzed sizes: Hypothesis seeded alike for every attempt, so each
+        draws what its own grade would have drawn."""
+        self._conclude([self._fuzz_attempt(env, rerun, attempt) for attempt in range(len(self.grader.roles))])
+
+    def _fuzz_attempt(self, env, rerun: int, attempt: int) -> SizeResult:
         from hypothesis import HealthCheck, given, seed, settings
 
         from pytest_nodus.grader import fuzz, inputs
@@ -111,7 +135,7 @@ class GradeRunner:
                   suppress_health_check=list(HealthCheck), print_blob=not self.options.sealed)
         @given(dims=fuzz.size_strategy(profile.domain))
         def check(dims):
-            result = self.grader.check_fuzzed(env, dims, self.node.nodeid, next(counter), rerun)
+            result = self.grader.check_fuzzed(env, dims, self.node.nodeid, next(counter), rerun, attempt)
             examples.append(result)
             if result.status in ("timeout", "error") and any(f["code"] in ("timeout", "load_failed", "crashed",
                                                                             "process_exit") for f in result.flags):
@@ -126,12 +150,7 @@ class GradeRunner:
             failure = "stopped at the first hang or crash"
         except Exception as exc:  # noqa: BLE001  Hypothesis's own errors (Flaky...) are failures too
             failure = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        summary = self._fuzz_summary(examples, rerun, failure)
-        self._record(summary)
-        self._stop_if_final({f["code"] for f in summary.flags})
-        if summary.status != "correct":
-            pytest.fail(_summary(summary), pytrace=False)
-        return summary
+        return self._fuzz_summary(examples, rerun, failure)
 
     def _fuzz_summary(self, examples, rerun, failure) -> SizeResult:
         failed = [r for r in examples if r.status != "correct"]

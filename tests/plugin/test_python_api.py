@@ -26,12 +26,16 @@ def test_a_grade_comes_back_typed_with_its_json():
     assert "pytest-nodus grade" in g.output
 
 
-def test_several_submissions_give_one_grade_each():
+@pytest.mark.parametrize("one_run", [True, False], ids=["batch", "one_by_one"])
+def test_several_submissions_give_one_grade_each(one_run):
     cheat, honest = CHEATS / "rmsnorm" / "return_input.py", REPO / "env_suites" / "rmsnorm" / "starting_kernel.py"
-    grades = grade(REPO / "env_suites" / "rmsnorm", [cheat, honest], device="cpu", pytest_args=["-k", "public"])
+    grades = grade(REPO / "env_suites" / "rmsnorm", [cheat, honest], device="cpu", pytest_args=["-k", "public"],
+                   one_run=one_run)
     assert [g.submission.name for g in grades] == ["return_input.py", "starting_kernel.py"]
     assert grades[0].reward == FLOOR and "output_aliases_input" in {f.code for f in grades[0].flags}
-    assert grades[1].correct and grades[1].exit_status == 0
+    assert grades[1].correct
+    # A batch is one pytest run: its exit status is 0 only when every attempt is correct.
+    assert grades[1].exit_status == (1 if one_run else 0)
 
 
 def test_a_usage_error_is_raised_with_pytests_words(tmp_path):

@@ -83,3 +83,9 @@ def test_a_gpu_grade_reserves_its_largest_size_before_it_runs_and_gives_it_back(
     assert result.gpu_reserved_gib == round(need / GIB, 2)
     grader.close()
     assert ledger.held() == {}
+
+
+def test_a_batch_reserves_a_sandbox_per_attempt():
+    one, three = need_bytes(1 << 30, 2 * GIB), need_bytes(1 << 30, 2 * GIB, submissions=3)
+    # Each further attempt: its arena and heap (4 calls), its context and its published budget.
+    assert three - one == 2 * (4 * (1 << 30) + gpu_ledger.CONTEXT_BYTES + 2 * GIB)
