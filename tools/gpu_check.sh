@@ -24,6 +24,7 @@
 #   bash tools/gpu_check.sh tune         # chunked_prefill and moe_experts: expert and solution timed per
 #                                        # sealed size outside the grader (tools/bench_env.py), one after the other
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
+#   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
 # ATTENTION_PARALLEL=N grades N attention cheats at once (default 1); the grades' memory
@@ -130,6 +131,28 @@ for MODE in "${@:-quick}"; do
       timeout $left python3 tools/bench_env.py $env --sealed sealed_fixtures --reps 7 --kernels expert,solution \
         2>&1 | tee "$WORK/tune_$env.txt"
     done ;;
+  batch_attention)
+    # Issue 24: 16 attention attempts in one run against one expert run (the solution, the
+    # starting kernel, the correct styles, 12 cheats), then, with BATCH_SEPARATE=1, each alone
+    # with the same --nodus-seed to compare verdicts (local grades: a sealed one draws a secret
+    # seed). BATCH_SEALED=1 grades the batch sealed instead, for its wall time.
+    folder=$WORK/attempts; mkdir -p $folder
+    cp expert/attention_backward/solution.py $folder/solution.py
+    cp env_suites/attention_backward/starting_kernel.py $folder/starting_kernel.py
+    for f in tests/correct/attention_backward/*.py; do cp $f $folder/correct_$(basename $f); done
+    for f in $(ls tests/cheats/attention_backward/*.py | head -12); do cp $f $folder/cheat_$(basename $f); done
+    t0=$(date +%s.%N)
+    timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 -m pytest env_suites/attention_backward -q -p no:cacheprovider \
+      --nodus-submission=$folder --nodus-json=$WORK/batch --nodus-call-timeout=60 \
+      $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) \
+      > $WORK/batch.log 2>&1
+    echo "batch of $(ls $folder | wc -l) rc=$? wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
+    grep -A20 "pytest-nodus batch" $WORK/batch.log
+    if [ -n "${BATCH_SEPARATE:-}" ]; then
+      for f in $folder/*.py; do
+        grade attention_backward alone_$(basename $f .py) $f --nodus-seed=${BATCH_SEED:-7} --nodus-call-timeout=60
+      done
+    fi ;;
   xdist)
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")

@@ -1,13 +1,14 @@
 """``nodus-ray``: grade attempts as Ray tasks across a cluster, one row per attempt.
 
     nodus-ray attention_backward attempts/ --sealed sealed_fixtures --device cuda \\
-        --jsonl grades.jsonl --out grades/ --png batch.png [--address auto] [--retries 1]
+        --jsonl grades.jsonl --out grades/ --png batch.png [--address auto] [--retries 1] [--per-task N]
 
 Attempts are kernel files or folders of them (``*.py``). Rows (JSON Lines, in the attempts'
 order): index, attempt, status, reward, speedup, flags, tries, wall_s; ``--out`` keeps each
 full grade; ``--png`` draws one dot per attempt, reward paid against the speed the timer
 measured (``nodus-plot``'s figure: files named solution*, starting*, cheat_* marked as
-such, other attempts by verdict; needs matplotlib). Needs the ray extra (``pip install pytest-nodus[ray]``); see
+such, other attempts by verdict; needs matplotlib); ``--per-task N`` grades N attempts per task
+as one batch against one expert run on its GPU. Needs the ray extra (``pip install pytest-nodus[ray]``); see
 ``pytest_nodus/fanout/ray_grades.py``.
 """
 
@@ -30,6 +31,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="write each full grade here, as <index>-<file stem>.json")
     parser.add_argument("--png", help="draw the batch here: reward against measured speed, one dot per attempt")
     parser.add_argument("--address", help="the Ray cluster to join (default: a local instance)")
+    parser.add_argument("--per-task", type=int, default=1,
+                        help="attempts per task: graded as one batch against one expert run on its GPU")
     args = parser.parse_args(argv)
     import ray
 
@@ -38,7 +41,7 @@ def main(argv=None) -> int:
     if not ray.is_initialized():
         ray.init(address=args.address)
     rows = grade_attempts(args.env, args.attempts, sealed=args.sealed, device=args.device, reruns=args.reruns,
-                          retries=args.retries, jsonl=args.jsonl, out_dir=args.out)
+                          retries=args.retries, jsonl=args.jsonl, out_dir=args.out, per_task=args.per_task)
     for row in rows:
         sys.stdout.write(json.dumps(row) + "\n")
     if args.png:

@@ -7,15 +7,16 @@ attempt in the attempts' order (``pip install pytest-nodus[ray]``).
     rows = grade_attempts("attention_backward", attempts, sealed="sealed_fixtures", device="cuda",
                           jsonl="grades.jsonl")
 
-Each task receives its attempt's source, writes it under the attempt's own file name in a
-scratch directory and grades it with :func:`pytest_nodus.grade`; the environment (an installed
-name or a folder) and the sealed folder are resolved on the worker, so every worker host needs
-the grader's checkout at the same path. Ray places the tasks (``num_gpus=1`` on a GPU
-cluster); nothing here schedules.
+Each task receives its attempts' sources (one, or ``per_task`` of them), writes each under
+the attempt's own file name in a scratch directory and grades them with
+:func:`pytest_nodus.grade`: several attempts of a task are one batch against one expert run on
+its GPU (``grader/rounds.py``). The environment (an installed name or a folder) and the sealed
+folder are resolved on the worker, so every worker host needs the grader's checkout at the
+same path. Ray places the tasks (``num_gpus=1`` on a GPU cluster); nothing here schedules.
 
 A task whose worker is lost (killed, out of memory, its node gone) is submitted again, up to
-``retries`` times; past that its attempt's row is at the floor with status ``error`` and code
-``no_result``. A grade that ran is never retried, whatever its verdict, and a grader that
+``retries`` times; past that each of its attempts' rows is at the floor with status ``error``
+and code ``no_result``. A grade that ran is never retried, whatever its verdict, and a grader that
 raised (a usage error: the same for every attempt) is reported, not retried. No attempt is
 ever missing from the rows.
 """
@@ -31,18 +32,24 @@ from pytest_nodus.grader import batch_files
 from pytest_nodus.grader.batch_files import FLOOR, attempt_files, row as _row  # noqa: F401  (re-exported)
 
 
-def _grade_one(env: str, name: str, source: bytes, sealed: str | None, device: str, reruns: int,
-               pytest_args: Sequence[str], progress: str | None, index: int) -> dict:
-    """The task: one attempt's grade document. Its pid goes to ``progress`` first, so an
+def _grade_chunk(env: str, names: Sequence[str], sources: Sequence[bytes], sealed: str | None, device: str,
+                 reruns: int, pytest_args: Sequence[str], progress: str | None, indices: Sequence[int]) -> list[dict]:
+    """The task: its attempts' grade documents, in order; several attempts are one batch (one
+    expert run on this task's GPU). Its pid goes to ``progress`` first, per attempt, so an
     operator (or a test) can see which worker grades which attempt."""
     from pytest_nodus.grader.api import grade
 
     if progress:
-        (Path(progress) / f"{index}.pid").write_text(str(os.getpid()))
+        for index in indices:
+            (Path(progress) / f"{index}.pid").write_text(str(os.getpid()))
     with tempfile.TemporaryDirectory(prefix="nodus-ray-") as work:
-        path = Path(work) / name
-        path.write_bytes(source)
-        return grade(env, path, sealed=sealed, device=device, reruns=reruns, pytest_args=pytest_args).document
+        paths = []
+        for index, name, source in zip(indices, names, sources):
+            (Path(work) / str(index)).mkdir()  # two attempts may share a file name
+            paths.append(Path(work) / str(index) / name)
+            paths[-1].write_bytes(source)
+        grades = grade(env, paths, sealed=sealed, device=device, reruns=reruns, pytest_args=pytest_args)
+        return [g.document for g in grades]
 
 
 def _lost(exc: BaseException) -> bool:
@@ -55,10 +62,11 @@ def _lost(exc: BaseException) -> bool:
 def grade_attempts(env: str | Path, attempts: Sequence[str | Path], *, sealed: str | Path | None = None,
                    device: str = "auto", reruns: int = 1, pytest_args: Sequence[str] = (), retries: int = 1,
                    jsonl: str | Path | None = None, out_dir: str | Path | None = None,
-                   progress_dir: str | Path | None = None) -> list[dict[str, Any]]:
+                   progress_dir: str | Path | None = None, per_task: int = 1) -> list[dict[str, Any]]:
     """One row per attempt (files, or folders of them), in order; ``jsonl`` gets them as JSON
-    Lines and ``out_dir`` each full grade as ``<index>-<file stem>.json``. Starts a local Ray
-    instance if none is connected."""
+    Lines and ``out_dir`` each full grade as ``<index>-<file stem>.json``. ``per_task``
+    attempts share a task: a batch against one expert run on its GPU (a lost worker retries
+    them all). Starts a local Ray instance if none is connected."""
     import ray
 
     if not ray.is_initialized():
@@ -66,36 +74,41 @@ def grade_attempts(env: str | Path, attempts: Sequence[str | Path], *, sealed: s
     files = attempt_files(attempts)
     gpus = 1 if device == "cuda" or (device == "auto" and ray.cluster_resources().get("GPU", 0) > 0) else 0
     # max_retries=0: a lost worker comes back here, where the retry is counted and bounded.
-    task = ray.remote(num_gpus=gpus, max_retries=0)(_grade_one)
+    task = ray.remote(num_gpus=gpus, max_retries=0)(_grade_chunk)
     env_ref = str(Path(env).resolve()) if Path(env).is_dir() else str(env)
     sealed_ref = str(Path(sealed).resolve()) if sealed else None
     progress = str(progress_dir) if progress_dir else None
     sources = [f.read_bytes() for f in files]
+    chunks = [list(range(i, min(i + max(1, per_task), len(files)))) for i in range(0, len(files), max(1, per_task))]
 
-    def submit(i: int):
-        return task.remote(env_ref, files[i].name, sources[i], sealed_ref, device, reruns, list(pytest_args), progress, i)
+    def submit(c: int):
+        members = chunks[c]
+        return task.remote(env_ref, [files[i].name for i in members], [sources[i] for i in members], sealed_ref,
+                           device, reruns, list(pytest_args), progress, members)
 
-    pending = {submit(i): i for i in range(len(files))}
-    tries = [1] * len(files)
+    pending = {submit(c): c for c in range(len(chunks))}
+    tries = [1] * len(chunks)
     rows: list[dict | None] = [None] * len(files)
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
-        i = pending.pop(done[0])
+        c = pending.pop(done[0])
         try:
-            document = ray.get(done[0])
+            documents = ray.get(done[0])
         except Exception as exc:  # noqa: BLE001  every failure becomes a row or a retry
-            if _lost(exc) and tries[i] <= retries:
-                tries[i] += 1
-                pending[submit(i)] = i
+            if _lost(exc) and tries[c] <= retries:
+                tries[c] += 1
+                pending[submit(c)] = c
                 continue
             why = "worker lost" if _lost(exc) else "the grader raised"
-            rows[i] = _row(i, files[i], tries[i], None, f"{why} after {tries[i]} tries: {type(exc).__name__}: "
-                                                        f"{str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''}")
+            for i in chunks[c]:
+                rows[i] = _row(i, files[i], tries[c], None, f"{why} after {tries[c]} tries: {type(exc).__name__}: "
+                                                            f"{str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''}")
             continue
-        document["submission"]["path"] = str(files[i])  # not the worker's scratch copy
-        rows[i] = _row(i, files[i], tries[i], document, None)
-        if out_dir:
-            batch_files.write_document(Path(out_dir), i, files[i], document)
+        for i, document in zip(chunks[c], documents):
+            document["submission"]["path"] = str(files[i])  # not the worker's scratch copy
+            rows[i] = _row(i, files[i], tries[c], document, None)
+            if out_dir:
+                batch_files.write_document(Path(out_dir), i, files[i], document)
     if jsonl:
         batch_files.write_rows(Path(jsonl), rows)
     return rows

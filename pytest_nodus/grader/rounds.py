@@ -34,6 +34,14 @@ class TimingPlan:
 PLANS = {"cuda": TimingPlan(warmup=3, timed=20), "cpu": TimingPlan(warmup=1, timed=7)}
 
 
+def call_order(submissions: list[str], round_number: int) -> list[str]:
+    """The roles of a round: the submissions then the expert, rotated by one per round, so
+    each role is called first, and each attempt next to the expert, equally often."""
+    order = [*submissions, "expert"]
+    shift = round_number % len(order)
+    return order[shift:] + order[:shift]
+
+
 def grade(grader, env: Environment, size: Size, label: str, results: dict[str, SizeResult]) -> None:
     """Fill ``results`` (one per submission role) for ``size``; see the module docstring."""
     shared = SizeResult(size.id, size.kind, 0, dict(size.dims))  # the expert's and baselines' record
@@ -64,6 +72,14 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
         except SandboxFailure:
             pass
     for role in waiting:
+        # A batch's sandboxes start side by side (each start is mostly its interpreter's
+        # imports and its device context: seconds on the H200); a failure to launch is
+        # reported by get() below.
+        try:
+            grader.pool.launch(env, role, size.dims)
+        except SandboxFailure:
+            pass
+    for role in waiting:
         result = results[role]
         try:
             live[role] = grader.pool.get(env, role, size.dims, result.phases)
@@ -91,9 +107,7 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
             with phases.timed(shared.phases, "inputs"):
                 fresh = inputs.make_inputs(env, size.dims, seed, grader.torch_device)
             references, timed, round_times, void = None, round_number >= plan.warmup, {}, False
-            order = [*live, "expert"]
-            shift = round_number % len(order)
-            for role in order[shift:] + order[:shift]:
+            for role in call_order(list(live), round_number):
                 if role != "expert" and role not in live:
                     continue  # left the rounds earlier in this one
                 if role == "expert" and "expert" not in sandboxes \
