@@ -51,8 +51,16 @@ def _tile(tile_expert, tile_row0, expert_end, pid):
 
 
 @triton.jit
+def _weight_tiles(w, rows, cols, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
+    """Every expert's weights as one [rows, cols] matrix, loaded by TMA in tiles. A tile that
+    runs past its expert's last row reads the next expert's (finite, and only into columns
+    or k-steps the product masks out); past the last expert's it reads zeros."""
+    return tl.make_tensor_descriptor(w, shape=[rows, cols], strides=[cols, 1], block_shape=[BLOCK_ROWS, BLOCK_COLS])
+
+
+@triton.jit
 def _up(x, route_token, route_weight, w1, w3, h1, h3, act, act_weighted, tile_expert, tile_row0, expert_end, D, F,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        EXPERTS, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr):
     e, row0, row_end = _tile(tile_expert, tile_row0, expert_end, tl.program_id(1))
     if row0 >= row_end:
         return
@@ -65,12 +73,18 @@ def _up(x, route_token, route_weight, w1, w3, h1, h3, act, act_weighted, tile_ex
     acc1 = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
     acc3 = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
     w_base = e.to(tl.int64) * F * D
+    if TMA:
+        d1, d3 = _weight_tiles(w1, EXPERTS * F, D, BLOCK_N, BLOCK_K), _weight_tiles(w3, EXPERTS * F, D, BLOCK_N, BLOCK_K)
     for k0 in range(0, D, BLOCK_K):
         k_ok = k0 + ks < D
         a = tl.load(x + token[:, None] * D + (k0 + ks)[None, :], mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        wmask = k_ok[:, None] & col_ok[None, :]
-        b1 = tl.load(w1 + w_base + cols[None, :] * D + (k0 + ks)[:, None], mask=wmask, other=0.0)
-        b3 = tl.load(w3 + w_base + cols[None, :] * D + (k0 + ks)[:, None], mask=wmask, other=0.0)
+        if TMA:
+            b1 = d1.load([e * F + tl.program_id(0) * BLOCK_N, k0]).T
+            b3 = d3.load([e * F + tl.program_id(0) * BLOCK_N, k0]).T
+        else:
+            wmask = k_ok[:, None] & col_ok[None, :]
+            b1 = tl.load(w1 + w_base + cols[None, :] * D + (k0 + ks)[:, None], mask=wmask, other=0.0)
+            b3 = tl.load(w3 + w_base + cols[None, :] * D + (k0 + ks)[:, None], mask=wmask, other=0.0)
         acc1 = tl.dot(a, b1, acc1)
         acc3 = tl.dot(a, b3, acc3)
     g = acc1.to(tl.bfloat16).to(tl.float32)
@@ -86,9 +100,10 @@ def _up(x, route_token, route_weight, w1, w3, h1, h3, act, act_weighted, tile_ex
 
 
 @triton.jit
-def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0, expert_end, N, K,
+def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0, expert_end, N, K, EXPERTS,
           b_stride_n, b_stride_k, GATHER: tl.constexpr, TWO: tl.constexpr, SWIGLU_BACKWARD: tl.constexpr,
-          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
+          B_KN: tl.constexpr):
     """c[r, n] = sum_k A[r, k] B[e][n, k] (+ A2[r, k] B2[e][n, k]) over a tile of expert e's
     routes r. GATHER: A's row r is a[token[r]] and the product is scaled by weight[r] in the
     epilogue (the routing weight commutes with the product, so the rows go from memory to
@@ -107,18 +122,32 @@ def _rows(a, a_token, a_weight, b, a2, b2, c, c2, h1, h3, tile_expert, tile_row0
     col_ok = cols < N
     ks = tl.arange(0, BLOCK_K)
     b_base = e.to(tl.int64) * N * K
+    n0 = tl.program_id(0) * BLOCK_N
+    if TMA:  # B[e] is [N, K] (b_stride_k == 1) or [K, N] (B_KN: b_stride_n == 1), experts stacked
+        if B_KN:
+            db, db2 = _weight_tiles(b, EXPERTS * K, N, BLOCK_K, BLOCK_N), _weight_tiles(b2, EXPERTS * K, N, BLOCK_K, BLOCK_N)
+        else:
+            db, db2 = _weight_tiles(b, EXPERTS * N, K, BLOCK_N, BLOCK_K), _weight_tiles(b2, EXPERTS * N, K, BLOCK_N, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
     for k0 in range(0, K, BLOCK_K):
         k_ok = k0 + ks < K
         amask = row_ok[:, None] & k_ok[None, :]
         bmask = k_ok[:, None] & col_ok[None, :]
         lhs = tl.load(a + a_rows[:, None] * K + (k0 + ks)[None, :], mask=amask, other=0.0)
-        rhs = tl.load(b + b_base + cols[None, :] * b_stride_n + (k0 + ks)[:, None] * b_stride_k, mask=bmask, other=0.0)
+        if TMA:
+            # Past K (into the next expert's rows) the lhs columns are zeros: nothing adds.
+            rhs = db.load([e * K + k0, n0]) if B_KN else db.load([e * N + n0, k0]).T
+        else:
+            rhs = tl.load(b + b_base + cols[None, :] * b_stride_n + (k0 + ks)[:, None] * b_stride_k, mask=bmask,
+                          other=0.0)
         acc = tl.dot(lhs, rhs, acc)
         if TWO:
             lhs2 = tl.load(a2 + a_rows[:, None] * K + (k0 + ks)[None, :], mask=amask, other=0.0)
-            rhs2 = tl.load(b2 + b_base + cols[None, :] * b_stride_n + (k0 + ks)[:, None] * b_stride_k, mask=bmask,
-                           other=0.0)
+            if TMA:
+                rhs2 = db2.load([e * K + k0, n0]) if B_KN else db2.load([e * N + n0, k0]).T
+            else:
+                rhs2 = tl.load(b2 + b_base + cols[None, :] * b_stride_n + (k0 + ks)[:, None] * b_stride_k,
+                               mask=bmask, other=0.0)
             acc = tl.dot(lhs2, rhs2, acc)
     out = rows[:, None].to(tl.int64) * N + cols[None, :]
     mask = row_ok[:, None] & col_ok[None, :]
@@ -222,25 +251,29 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     tiles = tile_expert.numel()
     x, dy, w1, w3, w2 = (v.contiguous() for v in (x, dy, w1, w3, w2))
     table = (tile_expert, tile_row0, ends)
+    tma = cfg.get("TMA", False)
+    if tma and x.is_cuda:
+        # A descriptor made inside a kernel lives in global scratch that Triton asks for.
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=x.device))
 
     def over_routes(kernel, name, n, *args, **flags):
         # Columns on the grid's fast axis: the programs in flight share a tile of rows (read
         # once from HBM, then from L2) and their expert's weights.
-        kernel[(triton.cdiv(n, cfg[name]["BLOCK_N"]), tiles)](*args, BLOCK_M=bm, **flags, **cfg[name])
+        kernel[(triton.cdiv(n, cfg[name]["BLOCK_N"]), tiles)](*args, BLOCK_M=bm, TMA=tma, **flags, **cfg[name])
 
     h1, h3, act, act_weighted = (torch.empty(routes, f, dtype=torch.bfloat16, device=x.device) for _ in range(4))
-    over_routes(_up, "up", f, x, token, weight, w1, w3, h1, h3, act, act_weighted, *table, d, f)
+    over_routes(_up, "up", f, x, token, weight, w1, w3, h1, h3, act, act_weighted, *table, d, f, experts)
     o = torch.empty(routes, d, dtype=torch.bfloat16, device=x.device)
-    over_routes(_rows, "o", d, act, token, weight, w2, act, w2, o, o, h1, h3, *table, d, f, f, 1,
-                GATHER=False, TWO=False, SWIGLU_BACKWARD=False)
+    over_routes(_rows, "o", d, act, token, weight, w2, act, w2, o, o, h1, h3, *table, d, f, experts, f, 1,
+                GATHER=False, TWO=False, SWIGLU_BACKWARD=False, B_KN=False)
     # da = w (dy[token] W2): B[e][n = f, k = d] is w2[e][d, f]; SwiGLU's backward in the epilogue.
     dh1, dh3 = torch.empty_like(h1), torch.empty_like(h3)
-    over_routes(_rows, "da", f, dy, token, weight, w2, dy, w2, dh1, dh3, h1, h3, *table, f, d, 1, f,
-                GATHER=True, TWO=False, SWIGLU_BACKWARD=True)
+    over_routes(_rows, "da", f, dy, token, weight, w2, dy, w2, dh1, dh3, h1, h3, *table, f, d, experts, 1, f,
+                GATHER=True, TWO=False, SWIGLU_BACKWARD=True, B_KN=True)
     # dx per route = dh1 W1 + dh3 W3: B[e][n = d, k = f] is w1[e][f, d].
     dx_route = torch.empty(routes, d, dtype=torch.bfloat16, device=x.device)
-    over_routes(_rows, "dx", d, dh1, token, weight, w1, dh3, w3, dx_route, dx_route, h1, h3, *table, d, f, 1, d,
-                GATHER=False, TWO=True, SWIGLU_BACKWARD=False)
+    over_routes(_rows, "dx", d, dh1, token, weight, w1, dh3, w3, dx_route, dx_route, h1, h3, *table, d, f, experts,
+                1, d, GATHER=False, TWO=True, SWIGLU_BACKWARD=False, B_KN=True)
 
     y = torch.empty_like(x)
     dx = torch.empty_like(x)

@@ -53,10 +53,11 @@ SECCOMP = "seccomp"
 
 # Sandbox uids: far above those login.defs hands out (up to 60000) and the subordinate ranges
 # of the first users (/etc/subuid: from 100000, 65536 each), so a sandbox's uid owns no file
-# but its scratch; a block of 16 per grader process, by pid, so concurrent graders on one
-# machine do not share them.
+# but its scratch; a block per grader process, by pid, so concurrent graders on one machine
+# do not share them. 1024 per block: every attempt of a batch and each of its restarts gets
+# a uid no other sandbox of the grade holds (the highest, 2**24 + 2**30, is far below 2**32).
 UID_BASE = 1 << 24
-_UIDS_PER_GRADER = 16
+_UIDS_PER_GRADER = 1024
 _uid_sequence = itertools.count()
 
 _DROP = ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
@@ -133,10 +134,27 @@ def _runs(command: list[str]) -> bool:
 
 
 def sandbox_uid(import_root: Path) -> int | None:
-    """A uid for a new submission sandbox, or None where it must keep the grader's."""
+    """A uid for a new submission sandbox, or None where it must keep the grader's: also when
+    this user namespace maps no such uid (a container's map may end below it), where the
+    sandbox's switch to it would fail at start-up and floor a correct kernel."""
     if not _other_uid_can_run(str(import_root)):
         return None
-    return UID_BASE + (os.getpid() % (1 << 20)) * _UIDS_PER_GRADER + next(_uid_sequence) % _UIDS_PER_GRADER
+    uid = UID_BASE + (os.getpid() % (1 << 20)) * _UIDS_PER_GRADER + next(_uid_sequence) % _UIDS_PER_GRADER
+    try:
+        with open("/proc/self/uid_map") as f:
+            table = f.read()
+    except OSError:
+        return uid  # no user namespaces to map through
+    return uid if mapped(uid, table) else None
+
+
+def mapped(uid: int, uid_map: str) -> bool:
+    """Whether ``uid`` lies in one of ``/proc/self/uid_map``'s ranges (inside id, outside id, count)."""
+    for line in uid_map.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and int(fields[0]) <= uid < int(fields[0]) + int(fields[2]):
+            return True
+    return False
 
 
 def prefix(uid: int | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -45,12 +45,20 @@ def main() -> None:
     parser.add_argument("draws", type=int, nargs="?", default=200)
     parser.add_argument("--kernels", default="expert,solution,starting")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", action="append", default=[], metavar="ATTR=EXPR",
+                        help="replace a module attribute of every kernel file by a Python expression first "
+                             "(e.g. a solution's _config, to check a tile or path it does not take by default)")
     args = parser.parse_args()
     triton_interpreter.install()  # as the sandbox does on the CPU path
     env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
     profile = env.profile("cpu")
     paths = kernel_files(args.env, profile)
-    kernels = {name: load(name, paths[name]).kernel for name in args.kernels.split(",")}
+    modules = {name: load(name, paths[name]) for name in args.kernels.split(",")}
+    for item in args.set:
+        attr, expr = item.split("=", 1)
+        for module in modules.values():
+            setattr(module, attr, eval(expr, vars(module)))
+    kernels = {name: module.kernel for name, module in modules.items()}
     names = [o.name for o in env.contract.outputs]
     rng = random.Random(args.seed)
     failed = {k: [] for k in kernels}
