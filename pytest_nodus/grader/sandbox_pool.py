@@ -30,8 +30,9 @@ def is_submission(role: str) -> bool:
 
 
 class SandboxPool:
-    def __init__(self, submissions: list[Path], device, audit: bool, expert_cache: Path | None, trusted: bool):
-        self.submissions = {role: Path(p) for role, p in zip(submission_roles(len(submissions)), submissions)}
+    def __init__(self, submissions: Path | list[Path], device, audit: bool, expert_cache: Path | None, trusted: bool):
+        files = [submissions] if isinstance(submissions, (str, Path)) else list(submissions)
+        self.submissions = {role: Path(p) for role, p in zip(submission_roles(len(files)), files)}
         self.device = device
         self.audit = audit
         self.expert_cache = expert_cache  # persistent compile caches of the trusted files
