@@ -108,8 +108,8 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
                 fresh = inputs.make_inputs(env, size.dims, seed, grader.torch_device)
             references, timed, round_times, void = None, round_number >= plan.warmup, {}, False
             for role in call_order(list(live), round_number):
-                if role != "expert" and role not in live:
-                    continue  # left the rounds earlier in this one
+                if role not in live and (role != "expert" or not live):
+                    continue  # left the rounds earlier in this one; the expert only for an attempt still in
                 if role == "expert" and "expert" not in sandboxes \
                         and not _start_expert(grader, env, size, sandboxes, live, results, shared):
                     return
