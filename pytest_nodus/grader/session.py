@@ -275,14 +275,14 @@ class NodusSession:
         from pytest_nodus.grader import report
 
         if self.options.json_path is not None:
-            report.write_json(self.document, self.options.json_path)
+            report.write_json(document, self.options.json_path)
         if self.options.agent_report_path is not None:
             from pytest_nodus.grader import agent_report
 
-            agent_report.write(self.document, self.options.agent_report_path)
+            agent_report.write(document, self.options.agent_report_path)
         # A grade that stopped at a failure (a kernel file that does not load; --nodus-fail-fast
         # under xdist) failed, exit status 1; pytest would say it was interrupted.
-        if self.document["status"] != "correct" and (session.exitstatus == 0 or (
+        if document["status"] != "correct" and (session.exitstatus == 0 or (
                 session.exitstatus == pytest.ExitCode.INTERRUPTED and stopping)):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -120,7 +120,9 @@ class GradeRunner:
     def fuzz_sizes(self, env, rerun: int) -> list[SizeResult]:
         """Each attempt's fuzzed sizes: Hypothesis seeded alike for every attempt, so each
         draws what its own grade would have drawn."""
-        self._conclude([self._fuzz_attempt(env, rerun, attempt) for attempt in range(len(self.grader.roles))])
+        summaries = [self._fuzz_attempt(env, rerun, attempt) for attempt in range(len(self.grader.roles))]
+        self._conclude(summaries)
+        return summaries
 
     def _fuzz_attempt(self, env, rerun: int, attempt: int) -> SizeResult:
         from hypothesis import HealthCheck, given, seed, settings
