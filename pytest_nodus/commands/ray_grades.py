@@ -37,6 +37,7 @@ def main(argv=None) -> int:
     import ray
 
     from pytest_nodus.fanout.ray_grades import grade_attempts
+    from pytest_nodus.grader import batch_files
 
     if not ray.is_initialized():
         ray.init(address=args.address)
@@ -44,12 +45,8 @@ def main(argv=None) -> int:
                           retries=args.retries, jsonl=args.jsonl, out_dir=args.out, per_task=args.per_task)
     for row in rows:
         sys.stdout.write(json.dumps(row) + "\n")
-    if args.png:
-        from pytest_nodus.commands import plot
-
-        points = plot.points_from_rows(rows)  # a correct CPU check has no reward to draw
-        drawn = sum(len(p) for p in points.values())
-        plot.draw(points, args.png, f"{args.env}: {len(rows)} attempts, {drawn} with a reward", labels=len(rows) <= 40)
+    if args.png and not batch_files.draw_rows(args.png, rows, f"{args.env}: {len(rows)} attempts"):
+        sys.stderr.write("nodus-ray: --png needs matplotlib (pip install pytest-nodus[plot])\n")
     return 0 if all(row["status"] == "correct" for row in rows) else 1
 
 

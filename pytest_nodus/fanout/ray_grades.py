@@ -79,7 +79,8 @@ def grade_attempts(env: str | Path, attempts: Sequence[str | Path], *, sealed: s
     sealed_ref = str(Path(sealed).resolve()) if sealed else None
     progress = str(progress_dir) if progress_dir else None
     sources = [f.read_bytes() for f in files]
-    chunks = [list(range(i, min(i + max(1, per_task), len(files)))) for i in range(0, len(files), max(1, per_task))]
+    step = max(1, per_task)
+    chunks = [list(range(i, min(i + step, len(files)))) for i in range(0, len(files), step)]
 
     def submit(c: int):
         members = chunks[c]

@@ -73,7 +73,7 @@ class Grader:
             self.ledger.release()
             self._reserved = 0
 
-    def _reserve(self, env: Environment, dims, result: SizeResult) -> None:
+    def reserve(self, env: Environment, dims, result: SizeResult) -> None:
         """Room on the GPU for this grade at its largest planned size (or ``dims``), reserved
         before the size starts anything; the wait is the size's ``gpu_wait``."""
         if self.device.kind != "cuda" or self.device.kind not in env.profiles:
@@ -88,13 +88,13 @@ class Grader:
             self._reserved = need
         result.gpu_reserved_gib = round(self._reserved / gpu_ledger.GIB, 2)
 
-    def _timeout(self, env: Environment) -> float:
+    def timeout(self, env: Environment) -> float:
         if self.call_timeout_override is not None:
             return self.call_timeout_override
         return env.profile(self.device.kind).call_timeout_s
 
     # -- one verified call --------------------------------------------------------------
-    def _call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
+    def call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
               timed: bool):
         """One verified call. Returns (CallTimes, references) or raises SandboxFailure."""
         with phases.remainder(result.phases, "verification", ("calls", "reference", "rest")):
@@ -102,7 +102,7 @@ class Grader:
 
     def _verified_call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
                        timed: bool):
-        timeout = self._timeout(env)
+        timeout = self.timeout(env)
         first_call = (sandbox.process.pid, tuple(sorted(dims.items())))  # a restarted sandbox compiles again
         if not is_submission(role) and first_call not in self._warmed:
             timeout = max(timeout, TRUSTED_FIRST_CALL_TIMEOUT_S)
@@ -115,7 +115,7 @@ class Grader:
         if baseline:
             slot.write_now(fresh)  # a baseline's untimed prepare reads them while armed
         if submission:
-            self._idle_check(sandbox, result)
+            self.idle_check(sandbox, result)
         # The other sandboxes stand still meanwhile: none can slow this call, on the CPU or the GPU.
         with frozen(s.cgroup for s in self.pool.all() if s is not sandbox), phases.timed(result.phases, "calls"):
             reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
@@ -174,12 +174,12 @@ class Grader:
         if timed:
             sandbox.idle.returned(sandbox)
             sandbox.idle.settle(sandbox)
-            self._idle_check(sandbox, result)
+            self.idle_check(sandbox, result)
             if sandbox.cgroup is None:
                 sandbox.idle.returned(sandbox)  # not frozen: the rest of the gap is counted at the next call
         sandbox.rest()
 
-    def _idle_check(self, sandbox: Sandbox, result: SizeResult) -> None:
+    def idle_check(self, sandbox: Sandbox, result: SizeResult) -> None:
         """Work the submission's other threads and processes did since its last timed call."""
         worked = sandbox.idle.worked(sandbox)
         if worked is not None:
@@ -225,7 +225,7 @@ class Grader:
             result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), device=self.device.torch_name,
                                 env={"name": env.name, "version": env.version})
             try:
-                self._reserve(env, dims, result)
+                self.reserve(env, dims, result)
                 self._check_fuzzed(env, dims, label, rerun, result, role)
             except torch.OutOfMemoryError as exc:
                 raise gpu_memory.OutOfMemory([result]) from exc
@@ -249,10 +249,10 @@ class Grader:
             with phases.timed(result.phases, "inputs"):
                 fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun),
                                            self.torch_device)
-            self._call(env, submission, dims, fresh, None, result, role, timed=False)
+            self.call(env, submission, dims, fresh, None, result, role, timed=False)
             result.calls = 1
             with phases.timed(result.phases, "finish"):
-                reply = submission.finish(self._timeout(env))
+                reply = submission.finish(self.timeout(env))
             checks.finished(env, self.trusted, reply, result)
             submission.rest()
         except SandboxFailure as failure:

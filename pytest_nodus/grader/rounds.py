@@ -62,7 +62,7 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
     waiting = [role for role in results if role not in grader.hung]
     if not waiting:
         return
-    grader._reserve(env, size.dims, shared)
+    grader.reserve(env, size.dims, shared)
     if not grader.fail_fast:
         # The expert's sandbox starts beside the submissions' instead of after them. A
         # failure to launch is reported where the expert is first needed (_start_expert).
@@ -116,7 +116,7 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
                 sandbox = sandboxes["expert"] if role == "expert" else live[role]
                 record = shared if role == "expert" else results[role]
                 try:
-                    call, references = grader._call(env, sandbox, size.dims, fresh, references, record, role, timed)
+                    call, references = grader.call(env, sandbox, size.dims, fresh, references, record, role, timed)
                 except SandboxFailure as failure:
                     if role == "expert":
                         # The grader's own side broke: never a submission's verdict, and every
@@ -139,7 +139,7 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
                 void |= timed and call.contended_ns > 0
             for role in list(baselines):
                 try:
-                    call, references = grader._call(env, baselines[role], size.dims, fresh, references, shared, role,
+                    call, references = grader.call(env, baselines[role], size.dims, fresh, references, shared, role,
                                                     timed=False)
                 except SandboxFailure as failure:  # context only: drop it, keep grading
                     _baseline_failed(grader, shared, role.removeprefix("baseline:"), str(failure))
@@ -167,10 +167,10 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
         if not live:
             return
         for role in list(live):
-            grader._idle_check(live[role], results[role])
+            grader.idle_check(live[role], results[role])
         try:
             with phases.timed(shared.phases, "finish"):
-                sandboxes["expert"].finish(grader._timeout(env))
+                sandboxes["expert"].finish(grader.timeout(env))
         except SandboxFailure as failure:
             for role in live:
                 results[role].flag("expert_failed", f"the expert: {failure}")
@@ -196,7 +196,7 @@ def _finish(grader, env: Environment, role: str, live: dict, results: dict) -> N
     result = results[role]
     try:
         with phases.timed(result.phases, "finish"):
-            reply = live[role].finish(grader._timeout(env))
+            reply = live[role].finish(grader.timeout(env))
         checks.finished(env, grader.trusted, reply, result)
         live[role].rest()
     except SandboxFailure as failure:

@@ -140,12 +140,18 @@ def sandbox_uid(import_root: Path) -> int | None:
     if not _other_uid_can_run(str(import_root)):
         return None
     uid = UID_BASE + (os.getpid() % (1 << 20)) * _UIDS_PER_GRADER + next(_uid_sequence) % _UIDS_PER_GRADER
+    table = _uid_map()
+    return uid if table is None or mapped(uid, table) else None
+
+
+@functools.cache
+def _uid_map() -> str | None:
+    """This process's user namespace map; None without user namespaces to map through."""
     try:
         with open("/proc/self/uid_map") as f:
-            table = f.read()
+            return f.read()
     except OSError:
-        return uid  # no user namespaces to map through
-    return uid if mapped(uid, table) else None
+        return None
 
 
 def mapped(uid: int, uid_map: str) -> bool:

@@ -77,7 +77,7 @@ def test_a_gpu_grade_reserves_its_largest_size_before_it_runs_and_gives_it_back(
     small, large = ENVIRONMENT.profile("cuda").sizes[0], ENVIRONMENT.profile("cuda").sizes[2]
     grader.pool.planned_dims[ENVIRONMENT.name] = [small, large]
     result = SizeResult("public-0", "public", 0, dict(small))
-    grader._reserve(ENVIRONMENT, small, result)
+    grader.reserve(ENVIRONMENT, small, result)
     need = need_bytes(ENVIRONMENT.contract.call_bytes(large), 16 * GIB)  # the largest planned size, not this one
     assert ledger.held() == {os.getpid(): need}
     assert result.gpu_reserved_gib == round(need / GIB, 2)
