@@ -115,8 +115,8 @@ def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sea
 
     ``sealed``: the folder of hidden sizes (a sealed grade). ``device``: auto, cuda or cpu.
     ``against``: expert, or starting_kernel for a local check. ``pytest_args`` go to pytest
-    as they are (``-n 2``, ``--nodus-call-timeout=60``). Several files are one batch unless
-    ``one_run`` is False (no path of theirs may then hold ':', the batch's separator). Raises
+    as they are (``-n 2``, ``--nodus-call-timeout=60``). Several files are one batch (no path of
+    theirs may hold ':', the batch's separator) unless ``one_run`` is False. Raises
     :class:`GradeFailed` when pytest writes no grade (a usage error),
     ``subprocess.TimeoutExpired`` past ``timeout_s``."""
     options = dict(sealed=sealed, device=device, reruns=reruns, seed=seed, against=against, pytest_args=pytest_args,
