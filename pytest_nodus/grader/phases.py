@@ -9,7 +9,8 @@ message to the hello.
 Per size (``SizeResult.phases``, ms):
 
 =================== ==========================================================================
-``start``           starting sandboxes at this size (first size, or a larger arena), all roles
+``start``           starting sandboxes at this size (first size, or a larger arena), all roles,
+                    from each spawn to its freeze before its first call
 ``start_<stage>``   the same, by stage, summed over the sandboxes (which start side by side, so
                     the sum can exceed ``start``): ``process`` (interpreter and imports), ``context``
                     (the device's context), ``removal`` (library kernels removed), ``arena``

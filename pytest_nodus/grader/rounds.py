@@ -76,7 +76,9 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
         # imports and its device context: seconds on the H200); a failure to launch is
         # reported by get() below.
         try:
-            grader.pool.launch(env, role, size.dims)
+            # Timed as the role's start: its sandbox's start-up stages run from this spawn.
+            with phases.timed(results[role].phases, "start"):
+                grader.pool.launch(env, role, size.dims)
         except SandboxFailure:
             pass
     for role in waiting:
@@ -86,7 +88,8 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
             continue
-        live[role].rest()  # from its start-up or its last size to its first call here
+        with phases.timed(result.phases, "start"):
+            live[role].rest()  # from its start-up or its last size to its first call here
         result.isolation, result.removed_fatbins = live[role].isolation, live[role].removed_fatbins
     if not live:
         return
