@@ -4,7 +4,8 @@ A timed size runs ``warmup + timed`` rounds (``grader/rounds.py``). Each round m
 inputs, then calls the expert and every submission on them (the order rotating per round),
 each in its own sandbox, each call verified against the reference computed here from the
 grader's pristine copy. Warm-up calls are verified like the rest; only their times are
-dropped. A fuzzed size is one verified call of a submission alone.
+dropped. A fuzzed size is one verified call of each submission, untimed, with no expert
+(``grader/fuzzed_call.py``).
 
 A grade usually has one submission (role ``submission``); a batch grades several attempts
 against one expert run (roles ``submission:<i>``), each attempt with its own sandbox and its
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import checks, devices, gpu_ledger, gpu_memory, idle_work, inputs, phases, rounds, timing
+from pytest_nodus.grader import checks, devices, fuzzed_call, gpu_ledger, gpu_memory, idle_work, phases, rounds, timing
 from pytest_nodus.grader.cgroup import frozen
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
@@ -212,50 +213,8 @@ class Grader:
         rounds.grade(self, env, size, label, results)
 
     def check_fuzzed(self, env: Environment, dims: dict, label: str, example: int, rerun: int = 0,
-                     attempt: int = 0) -> SizeResult:
-        """One verified call of the submission alone at a Hypothesis-drawn size.
-
-        The inputs are a function of the grade seed, ``label`` and the dims, not of the
-        example number: Hypothesis replays a failing size while it shrinks and once more at
-        the end, and a replay with other values can pass by chance (a one-element row), which
-        left the reported size half-shrunk. Different sizes still get different values."""
-        role = self.roles[attempt]
-
-        def one() -> list[SizeResult]:
-            result = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), device=self.device.torch_name,
-                                env={"name": env.name, "version": env.version})
-            try:
-                self.reserve(env, dims, result)
-                self._check_fuzzed(env, dims, label, rerun, result, role)
-            except torch.OutOfMemoryError as exc:
-                raise gpu_memory.OutOfMemory([result]) from exc
-            except devices.DeviceBusy as busy:
-                result.flag("gpu_busy", str(busy))
-                return [result]
-            gpu_memory.release(self.device)
-            return [result]
-
-        return gpu_memory.waiting_for_memory(one, self.device, self.gpu_wait_s)[0]
-
-    def _check_fuzzed(self, env: Environment, dims: dict, label: str, rerun: int, result: SizeResult,
-                      role: str) -> None:
-        if role in self.hung:
-            result.flag(self.hung[role].code, f"not run: the submission already hung ({self.hung[role].detail})")
-            return
-        try:
-            submission = self.pool.get(env, role, dims, result.phases)
-            result.isolation, result.removed_fatbins = submission.isolation, submission.removed_fatbins
-            size_label = f"{label}/{sorted(dims.items())}"
-            with phases.timed(result.phases, "inputs"):
-                fresh = inputs.make_inputs(env, dims, inputs.call_seed(self.grade_seed, size_label, rerun),
-                                           self.torch_device)
-            self.call(env, submission, dims, fresh, None, result, role, timed=False)
-            result.calls = 1
-            with phases.timed(result.phases, "finish"):
-                reply = submission.finish(self.timeout(env))
-            checks.finished(env, self.trusted, reply, result)
-            submission.rest()
-        except SandboxFailure as failure:
-            result.flag(failure.code, failure.detail)
-            if failure.status == "timeout":
-                self.hung[role] = failure
+                     attempts: list[int] | None = None) -> list[SizeResult]:
+        """One verified call at a Hypothesis-drawn size for each of ``attempts`` (default: the
+        first), on the same inputs and reference (grader/fuzzed_call.py); their results, in order."""
+        roles = [self.roles[i] for i in (attempts if attempts is not None else [0])]
+        return fuzzed_call.check(self, env, dims, label, example, rerun, roles)

@@ -111,48 +111,68 @@ class GradeRunner:
 
         def fails(trial):
             return self.grader.check_fuzzed(env, trial, self.node.nodeid + "/shrink", next(counter), rerun,
-                                            attempt).status != "correct"
+                                            [attempt])[0].status != "correct"
 
         from pytest_nodus.grader import fuzz
 
         return fuzz.shrink(dict(dims), env.profile(self.grader.device.kind).domain, fails)
 
     def fuzz_sizes(self, env, rerun: int) -> list[SizeResult]:
-        """Each attempt's fuzzed sizes: Hypothesis seeded alike for every attempt, so each
-        draws what its own grade would have drawn."""
-        summaries = [self._fuzz_attempt(env, rerun, attempt) for attempt in range(len(self.grader.roles))]
+        """Each attempt's fuzzed sizes, drawn by Hypothesis from a seed of the grade's."""
+        summaries = self._fuzz_batch(env, rerun) if self.batch else [self._fuzz_one(env, rerun)]
         self._conclude(summaries)
         return summaries
 
-    def _fuzz_attempt(self, env, rerun: int, attempt: int) -> SizeResult:
+    def _hypothesis(self, env, rerun: int, check) -> str | None:
+        """Run ``check(dims)`` over the environment's domain; what stopped it, if anything did."""
         from hypothesis import HealthCheck, given, seed, settings
 
         from pytest_nodus.grader import fuzz, inputs
 
         profile = env.profile(self.grader.device.kind)
+        run = settings(max_examples=profile.fuzz_examples, deadline=None, database=self.options.hypothesis_database,
+                       suppress_health_check=list(HealthCheck), print_blob=not self.options.sealed)(
+            given(dims=fuzz.size_strategy(profile.domain))(check))
+        try:
+            seed(inputs.call_seed(self.grader.grade_seed, self.node.nodeid + "/hypothesis", rerun))(run)()
+        except _FatalFailure:
+            return "stopped at the first hang or crash"
+        except Exception as exc:  # noqa: BLE001  Hypothesis's own errors (Flaky...) are failures too
+            return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        return None
+
+    def _fuzz_one(self, env, rerun: int) -> SizeResult:
+        """One attempt: Hypothesis stops at its first failure and shrinks it."""
         examples: list[SizeResult] = []
         counter = itertools.count()
 
-        @settings(max_examples=profile.fuzz_examples, deadline=None, database=self.options.hypothesis_database,
-                  suppress_health_check=list(HealthCheck), print_blob=not self.options.sealed)
-        @given(dims=fuzz.size_strategy(profile.domain))
         def check(dims):
-            result = self.grader.check_fuzzed(env, dims, self.node.nodeid, next(counter), rerun, attempt)
+            result, = self.grader.check_fuzzed(env, dims, self.node.nodeid, next(counter), rerun)
             examples.append(result)
-            if result.status in ("timeout", "error") and any(f["code"] in ("timeout", "load_failed", "crashed",
-                                                                            "process_exit") for f in result.flags):
+            if _fatal(result):
                 raise _FatalFailure()
             assert result.status == "correct", _summary(result)
 
-        hypothesis_seed = inputs.call_seed(self.grader.grade_seed, self.node.nodeid + "/hypothesis", rerun)
-        failure = None
-        try:
-            seed(hypothesis_seed)(check)()
-        except _FatalFailure:
-            failure = "stopped at the first hang or crash"
-        except Exception as exc:  # noqa: BLE001  Hypothesis's own errors (Flaky...) are failures too
-            failure = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        return self._fuzz_summary(examples, rerun, failure)
+        return self._fuzz_summary(examples, rerun, self._hypothesis(env, rerun, check))
+
+    def _fuzz_batch(self, env, rerun: int) -> list[SizeResult]:
+        """Every attempt at every drawn size, on the same inputs and reference; an attempt
+        leaves at its first failure, unshrunk. Hypothesis sees no failure, so it draws for
+        every attempt the sizes that attempt's own grade would have drawn up to that failure:
+        the verdicts are the separate grades'."""
+        attempts = list(range(len(self.grader.roles)))
+        examples: dict[int, list[SizeResult]] = {i: [] for i in attempts}
+        counter = itertools.count()
+
+        def check(dims):
+            live = [i for i in attempts if all(r.status == "correct" for r in examples[i])]
+            if live:
+                for i, result in zip(live, self.grader.check_fuzzed(env, dims, self.node.nodeid, next(counter),
+                                                                    rerun, live)):
+                    examples[i].append(result)
+
+        stopped = self._hypothesis(env, rerun, check)
+        return [self._fuzz_summary(examples[i], rerun, stopped) for i in attempts]
 
     def _fuzz_summary(self, examples, rerun, failure) -> SizeResult:
         failed = [r for r in examples if r.status != "correct"]
@@ -180,6 +200,12 @@ class GradeRunner:
             summary.flag("fuzz_failed", failure)
         summary.status = reward.worst([r.status for r in examples] + [summary.status])
         return summary
+
+
+def _fatal(result: SizeResult) -> bool:
+    """A hang or crash: the next example would only cost another time limit."""
+    return result.status in ("timeout", "error") and any(
+        f["code"] in ("timeout", "load_failed", "crashed", "process_exit") for f in result.flags)
 
 
 class EnvironmentSuite:

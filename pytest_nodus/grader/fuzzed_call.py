@@ -1,0 +1,95 @@
+"""One verified, untimed call at a Hypothesis-drawn size, for one attempt or several.
+
+A fuzzed size has no expert and no timing: the submission is called once on fresh inputs
+and its outputs are checked against the fp32 reference. In a batch every attempt still in
+the fuzz is called on the *same* inputs, and the reference is computed once for all of them
+(on the H200 the reference of a large attention size costs more than the calls). Each
+attempt keeps its own verdict, exactly as its own grade would have given it: the inputs are
+a function of the grade seed, the test's label and the dims, never of the attempt.
+
+Runs only in the grader.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pytest_nodus.grader import checks, devices, gpu_memory, inputs, phases
+from pytest_nodus.grader.environment import Environment
+from pytest_nodus.grader.results import SizeResult
+from pytest_nodus.grader.sandbox_process import SandboxFailure
+
+
+def check(grader, env: Environment, dims: dict, label: str, example: int, rerun: int,
+          roles: list[str]) -> list[SizeResult]:
+    """``roles``' results at ``dims``, in order. The inputs are a function of the grade seed,
+    ``label`` and the dims, not of the example number: Hypothesis replays a failing size
+    while it shrinks and once more at the end, and a replay with other values can pass by
+    chance (a one-element row), which would leave the reported size half-shrunk."""
+
+    def one() -> list[SizeResult]:
+        results = {role: SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims), device=grader.device.torch_name,
+                                    env={"name": env.name, "version": env.version}) for role in roles}
+        shared = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims))  # inputs and reference, made once
+        try:
+            grader.reserve(env, dims, shared)
+            _check(grader, env, dims, f"{label}/{sorted(dims.items())}", rerun, results, shared)
+        except torch.OutOfMemoryError as exc:
+            raise gpu_memory.OutOfMemory(list(results.values())) from exc
+        except devices.DeviceBusy as busy:
+            for result in results.values():
+                result.flag("gpu_busy", str(busy))
+            return list(results.values())
+        finally:
+            for result in results.values():
+                for name, ms in shared.phases.items():
+                    phases.add(result.phases, name, ms)
+        gpu_memory.release(grader.device)
+        return list(results.values())
+
+    return gpu_memory.waiting_for_memory(one, grader.device, grader.gpu_wait_s)
+
+
+def _check(grader, env: Environment, dims: dict, size_label: str, rerun: int, results: dict[str, SizeResult],
+           shared: SizeResult) -> None:
+    live = {}
+    for role, result in results.items():
+        if role in grader.hung:
+            result.flag(grader.hung[role].code, f"not run: the submission already hung ({grader.hung[role].detail})")
+            continue
+        try:
+            # Side by side: a first size (or a larger arena) starts every attempt's sandbox.
+            with phases.timed(result.phases, "start"):
+                grader.pool.launch(env, role, dims)
+        except SandboxFailure:
+            pass  # reported by get() below
+        live[role] = result
+    # Every sandbox is up before any is called: a launched sandbox's processes are known to
+    # the process checks only once get() has seen it ready.
+    sandboxes = {}
+    for role, result in live.items():
+        try:
+            sandboxes[role] = grader.pool.get(env, role, dims, result.phases)
+        except SandboxFailure as failure:
+            result.flag(failure.code, failure.detail)
+    fresh, references = None, None
+    for role, sandbox in sandboxes.items():
+        result = live[role]
+        result.isolation, result.removed_fatbins = sandbox.isolation, sandbox.removed_fatbins
+        if fresh is None:
+            with phases.timed(shared.phases, "inputs"):
+                fresh = inputs.make_inputs(env, dims, inputs.call_seed(grader.grade_seed, size_label, rerun),
+                                           grader.torch_device)
+            with phases.timed(shared.phases, "reference"):
+                references = env.reference(fresh)
+        try:
+            grader.call(env, sandbox, dims, fresh, references, result, role, timed=False)
+            result.calls = 1
+            with phases.timed(result.phases, "finish"):
+                reply = sandbox.finish(grader.timeout(env))
+            checks.finished(env, grader.trusted, reply, result)
+            sandbox.rest()
+        except SandboxFailure as failure:
+            result.flag(failure.code, failure.detail)
+            if failure.status == "timeout":
+                grader.hung[role] = failure
