@@ -23,6 +23,8 @@
 #   bash tools/gpu_check.sh walls        # which namespaces and uids keep CUDA IPC, the fd-exported arena (and its lifetime), the GPU gap probe
 #   bash tools/gpu_check.sh tune         # chunked_prefill and moe_experts: expert and solution timed per
 #                                        # sealed size outside the grader (tools/bench_env.py), one after the other
+#   bash tools/gpu_check.sh prefill_tiles  # chunked_prefill solution: every _config candidate (PREFILL_TILES)
+#                                        # timed per sealed size (PREFILL_SIZES), outside the grader
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
 # Several modes run in order: bash tools/gpu_check.sh quick attention
@@ -131,6 +133,20 @@ for MODE in "${@:-quick}"; do
       timeout $left python3 tools/bench_env.py $env --sealed sealed_fixtures --reps 7 --kernels expert,solution \
         2>&1 | tee "$WORK/tune_$env.txt"
     done ;;
+  prefill_tiles)
+    # (BLOCK_M, BLOCK_N, warps, stages, TMA) per candidate; the sm_90a compile probe
+    # (tools/probes/sm90_compile.py) rules out those that spill or overflow shared memory.
+    # BLOCK_N 128 at D = 256 needs 321 KiB of shared memory: it is not a candidate there.
+    tiles=${PREFILL_TILES:-"128,64,8,2,0 128,64,8,3,1 128,128,8,2,0 128,128,8,3,1 64,64,4,3,1 64,64,4,2,0 64,32,4,2,0"}
+    values=""
+    for t in $tiles; do
+      IFS=, read m n w s tma <<< "$t"
+      values+="lambda d, page, device: dict(BLOCK_M=$m, BLOCK_N=$( [ $n = 128 ] && echo "(64 if d > 128 else 128)" || echo $n ), num_warps=$w, num_stages=$s, TMA=bool($tma));"
+    done
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    timeout $left python3 tools/probes/kernel_profile.py chunked_prefill --sealed sealed_fixtures --reps 3 \
+      --only ${PREFILL_SIZES:-public-0,public-1,public-2,public-3,public-4,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4} \
+      --sweep _config --values "$values" 2>&1 | tee "$WORK/prefill_tiles.txt" ;;
   batch_attention)
     # Issue 24: 16 attention attempts in one run against one expert run (the solution, the
     # starting kernel, the correct styles, 12 cheats), then, with BATCH_SEPARATE=1, each alone

@@ -8,8 +8,11 @@ query-head group per program, heaviest work first.
   loop runs without a mask; only the last few key blocks (the causal diagonal) are masked.
 - The block list is made on the device (no host sync) and ordered by the keys each block
   visits, largest first, so the long prefill's late blocks start before the short chunks.
-- Pages are looked up per key from the block table; V rows past the sequence's end load as
-  zeros, so garbage (finite by contract) never meets a probability.
+- A page of 64 or 128 keys holds whole tiles: one block-table lookup per tile, and the tile
+  can come by TMA (``TMA``); 16-key pages are looked up per key. Keys past the sequence's
+  end get probability exactly 0, so the garbage behind them (finite by contract) adds nothing.
+- The softmax scale rides on the exponent's subtraction, and P V accumulates into the
+  running output inside the matrix product.
 """
 
 import torch
@@ -18,10 +21,41 @@ import triton.language as tl
 
 
 @triton.jit
+def _kv_rows(table, start_n, end, kv_head, HKV: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr,
+             MASKED: tl.constexpr):
+    """Keys ``start_n ..`` of a tile and the rows of the cache (as [pages * HKV * PAGE, D])
+    that hold them. A page at least a tile long holds the whole tile (tiles never straddle
+    pages: BLOCK_N divides PAGE), so one lookup serves it; smaller pages are looked up per key."""
+    keys = start_n + tl.arange(0, BLOCK_N)
+    if PAGE >= BLOCK_N:
+        page = tl.load(table + start_n // PAGE)  # start_n < the context: a page of this sequence
+        rows = (page * HKV + kv_head) * PAGE + start_n % PAGE + tl.arange(0, BLOCK_N)
+    elif MASKED:
+        page = tl.load(table + keys // PAGE, mask=keys < end, other=0)  # never past the table's width
+        rows = (page * HKV + kv_head) * PAGE + keys % PAGE
+    else:
+        rows = (tl.load(table + keys // PAGE) * HKV + kv_head) * PAGE + keys % PAGE
+    return keys, rows
+
+
+@triton.jit
+def _kv_tile(ptr, desc, rows, keys, end, dims, D: tl.constexpr, TMA: tl.constexpr, MASKED: tl.constexpr):
+    """One [BLOCK_N, D] tile of K or V. Rows past the sequence's end (only in a masked tile)
+    load as zeros through pointers; TMA loads them as they are: finite garbage by contract,
+    which meets only probabilities of exactly 0."""
+    if TMA:
+        return desc.load([tl.min(rows, axis=0), 0])  # the tile's first row: its rows are contiguous
+    elif MASKED:
+        return tl.load(ptr + rows[:, None] * D + dims[None, :], mask=(keys < end)[:, None], other=0.0)
+    else:
+        return tl.load(ptr + rows[:, None] * D + dims[None, :])
+
+
+@triton.jit
 def _prefill(q_ptr, k_ptr, v_ptr, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr, item_start_ptr, o_ptr,
-             items_ptr, table_width, scale, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
-             GROUP_P2: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr, BLOCK_M: tl.constexpr,
-             BLOCK_N: tl.constexpr):
+             items_ptr, table_width, cache_rows, scale, HQ: tl.constexpr, HKV: tl.constexpr,
+             GROUP: tl.constexpr, GROUP_P2: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr):
     item = tl.program_id(0)
     if item >= tl.load(items_ptr):  # the grid has room for the most blocks a split can need
         return
@@ -45,51 +79,52 @@ def _prefill(q_ptr, k_ptr, v_ptr, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr, 
     l = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
     table = table_ptr + seq * table_width
+    k_desc, v_desc = None, None
+    if TMA:
+        k_desc = tl.make_tensor_descriptor(k_ptr, shape=[cache_rows, D], strides=[D, 1], block_shape=[BLOCK_N, D])
+        v_desc = tl.make_tensor_descriptor(v_ptr, shape=[cache_rows, D], strides=[D, 1], block_shape=[BLOCK_N, D])
     block_first = first + start  # the block's first query position: every key below it is visible
     end = tl.minimum(block_first + TOKENS, context)
     unmasked_end = (block_first // BLOCK_N) * BLOCK_N
     for start_n in range(0, unmasked_end, BLOCK_N):
-        keys = start_n + tl.arange(0, BLOCK_N)
-        page = tl.load(table + keys // PAGE)
-        where = ((page[:, None] * HKV + kv_head) * PAGE + keys[:, None] % PAGE) * D + dims[None, :]
-        k = tl.load(k_ptr + where)
-        v = tl.load(v_ptr + where)
-        s = tl.dot(q, tl.trans(k)) * qk_scale
-        m_new = tl.maximum(m, tl.max(s, axis=1))
-        p = tl.exp2(s - m_new[:, None])
+        keys, rows = _kv_rows(table, start_n, end, kv_head, HKV, PAGE, BLOCK_N, False)
+        k = _kv_tile(k_ptr, k_desc, rows, keys, end, dims, D, TMA, False)
+        s = tl.dot(q, tl.trans(k))
+        # The scale rides on the exponent's subtraction (one FMA per score).
+        m_new = tl.maximum(m, tl.max(s, axis=1) * qk_scale)
+        p = tl.exp2(s * qk_scale - m_new[:, None])
         alpha = tl.exp2(m - m_new)
         l = l * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(tl.bfloat16), v)
+        v = _kv_tile(v_ptr, v_desc, rows, keys, end, dims, D, TMA, False)
+        acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])  # P V into the accumulator
         m = m_new
     for start_n in range(unmasked_end, end, BLOCK_N):  # the causal diagonal and the sequence's end
-        keys = start_n + tl.arange(0, BLOCK_N)
-        key_ok = keys < end
-        page = tl.load(table + keys // PAGE, mask=key_ok, other=0)
-        where = ((page[:, None] * HKV + kv_head) * PAGE + keys[:, None] % PAGE) * D + dims[None, :]
-        k = tl.load(k_ptr + where, mask=key_ok[:, None], other=0.0)
-        v = tl.load(v_ptr + where, mask=key_ok[:, None], other=0.0)
+        keys, rows = _kv_rows(table, start_n, end, kv_head, HKV, PAGE, BLOCK_N, True)
+        k = _kv_tile(k_ptr, k_desc, rows, keys, end, dims, D, TMA, True)
         s = tl.dot(q, tl.trans(k)) * qk_scale
-        s = tl.where((keys[None, :] <= position[:, None]) & key_ok[None, :], s, float("-inf"))
+        s = tl.where((keys[None, :] <= position[:, None]) & (keys < end)[None, :], s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # padded rows see no key at all
         p = tl.exp2(s - m_safe[:, None])
         alpha = tl.exp2(m - m_safe)
         l = l * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(tl.bfloat16), v)
+        v = _kv_tile(v_ptr, v_desc, rows, keys, end, dims, D, TMA, True)
+        acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])
         m = m_new
     out = acc / tl.where(l > 0, l, 1.0)[:, None]
     tl.store(o_ptr + q_where, out.to(tl.bfloat16), mask=row_ok[:, None])
 
 
-def _tiles(d: int, device: torch.device) -> tuple[int, int, int, int]:
-    """(BLOCK_M rows, BLOCK_N keys, warps, stages)."""
+def _config(d: int, page: int, device: torch.device) -> dict:
+    """Tiles per head dim: BLOCK_M rows (query heads x tokens), BLOCK_N keys, warps, stages,
+    and whether K and V come by TMA (only where a page holds whole tiles)."""
     if device.type == "cpu":
-        return 16, 16, 4, 1
+        return dict(BLOCK_M=16, BLOCK_N=16, num_warps=4, num_stages=1, TMA=False)
     if d <= 64:
-        return 128, 64, 4, 3
+        return dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3, TMA=False)
     if d <= 128:
-        return 128, 64, 8, 2
-    return 64, 32, 4, 2
+        return dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2, TMA=False)
+    return dict(BLOCK_M=64, BLOCK_N=32, num_warps=4, num_stages=2, TMA=False)
 
 
 def _work_items(cu_seqlens_q, cache_seqlens, tokens_per_block: int, most: int):
@@ -113,15 +148,18 @@ def kernel(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, max_se
     hkv, page = k_cache.shape[1], k_cache.shape[2]
     group = hq // hkv
     group_p2 = triton.next_power_of_2(group)
-    block_m, block_n, warps, stages = _tiles(d, q.device)
-    block_m = max(block_m, group_p2)
-    tokens_per_block = block_m // group_p2
+    cfg = dict(_config(d, page, q.device))
+    cfg["BLOCK_M"] = max(cfg["BLOCK_M"], group_p2)
+    cfg["TMA"] = cfg["TMA"] and page % cfg["BLOCK_N"] == 0
+    if cfg["TMA"] and q.is_cuda:
+        # A descriptor made inside a kernel lives in global scratch that Triton asks for.
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=q.device))
+    tokens_per_block = cfg["BLOCK_M"] // group_p2
     sequences = block_table.shape[0]
     most = tokens // tokens_per_block + sequences  # at most one partial block per sequence
     item_seq, item_start, count = _work_items(cu_seqlens_q, cache_seqlens, tokens_per_block, most)
     o = torch.empty_like(q)
     _prefill[(most, hkv)](q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, item_seq, item_start, o,
-                          count, block_table.shape[1], softmax_scale, HQ=hq, HKV=hkv, GROUP=group,
-                          GROUP_P2=group_p2, D=d, PAGE=page, BLOCK_M=block_m, BLOCK_N=block_n,
-                          num_warps=warps, num_stages=stages)
+                          count, block_table.shape[1], k_cache.shape[0] * hkv * page, softmax_scale, HQ=hq,
+                          HKV=hkv, GROUP=group, GROUP_P2=group_p2, D=d, PAGE=page, **cfg)
     return o

@@ -46,6 +46,7 @@ TYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", t
          torch.int64: "i64", torch.uint8: "u8", torch.int8: "i8", torch.bool: "i1"}
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 GPU_BRANCH = ("_tiles", "_config")  # the solutions' per-device tile tables
+SHARED_LIMIT = 232448  # bytes of shared memory one block may use on sm_90 (227 KiB): more will not launch
 
 
 def _arg_type(value) -> str | None:
@@ -100,7 +101,9 @@ def _report(fn: JITFunction, launch) -> str:
             f"regs {regs.group(1) if regs else '?':>3s} spill {spill.group(1) if spill else '?':>4s} B "
             f"smem {compiled.metadata.shared:6d} B  wgmma {ptx.count('wgmma.mma_async'):3d} "
             f"mma.sync {ptx.count('mma.sync'):3d} cp.async {ptx.count('cp.async.cg') + ptx.count('cp.async.ca'):3d} "
-            f"tma {ptx.count('cp.async.bulk.tensor'):2d}  {shown}")
+            f"tma {ptx.count('cp.async.bulk.tensor'):2d}"
+            f"{'  OVER 227 KiB OF SHARED MEMORY: WILL NOT LAUNCH' if compiled.metadata.shared > SHARED_LIMIT else ''}"
+            f"  {shown}")
 
 
 def _on_the_gpu(table):
