@@ -45,7 +45,7 @@ from pytest_nodus.grader.environment import load_hidden_sizes  # noqa: E402
 TYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int32: "i32",
          torch.int64: "i64", torch.uint8: "u8", torch.int8: "i8", torch.bool: "i1"}
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
-GPU_BRANCH = ("_tiles", "_config")  # the solutions' per-device tile tables
+GPU_BRANCH = ("_config",)  # the solutions' per-device tile tables
 SHARED_LIMIT = 232448  # bytes of shared memory one block may use on sm_90 (227 KiB): more will not launch
 
 
