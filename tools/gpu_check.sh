@@ -25,6 +25,8 @@
 #                                        # sealed size outside the grader (tools/bench_env.py), one after the other
 #   bash tools/gpu_check.sh prefill_tiles  # chunked_prefill solution: every _config candidate (PREFILL_TILES)
 #                                        # timed per sealed size (PREFILL_SIZES), outside the grader
+#   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
+#                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
 # Several modes run in order: bash tools/gpu_check.sh quick attention
@@ -147,6 +149,10 @@ for MODE in "${@:-quick}"; do
     timeout $left python3 tools/probes/kernel_profile.py chunked_prefill --sealed sealed_fixtures --reps 3 \
       --only ${PREFILL_SIZES:-public-0,public-1,public-2,public-3,public-4,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4} \
       --sweep _config --values "$values" 2>&1 | tee "$WORK/prefill_tiles.txt" ;;
+  attention_dq)
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \
+      --kernels ${ATTENTION_DQ_KERNELS:-dkdv,dq,fused_tma} 2>&1 | tee "$WORK/attention_dq.txt" ;;
   batch_attention)
     # Issue 24: 16 attention attempts in one run against one expert run (the solution, the
     # starting kernel, the correct styles, 12 cheats), then, with BATCH_SEPARATE=1, each alone

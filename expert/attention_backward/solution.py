@@ -99,10 +99,11 @@ _DQ_LARGE = [(128, 32, 8, 2), (64, 64, 4, 2), (64, 32, 4, 1)]
 def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_ptr, dv_ptr, dq_acc_ptr, T,
                 window, scale, scale_log2, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
                 D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FUSE_DQ: tl.constexpr,
-                MASK_EVERY_TILE: tl.constexpr = False):
+                MASK_EVERY_TILE: tl.constexpr = False, DQ_TMA: tl.constexpr = False):
     """dK and dV for one block of keys and one KV head. FUSE_DQ also adds each tile's dS K
-    into a zeroed fp32 dQ accumulator (relaxed atomics; scaled to bf16 by _dq_finish):
-    5 matrix products per tile pair instead of the split pair's 7."""
+    into a zeroed fp32 dQ accumulator (scaled to bf16 by _dq_finish): 5 matrix products per
+    tile pair instead of the split pair's 7. The adds are relaxed per-element atomics, or
+    with DQ_TMA one bulk reduce-add per tile (TMA, from shared memory; the GPU only)."""
     start_n = tl.program_id(0) * BLOCK_N
     kv_head = tl.program_id(1)
     cols = start_n + tl.arange(0, BLOCK_N)
@@ -119,6 +120,10 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_pt
     begin_m = start_n - start_n % BLOCK_M  # causal: no query before the first key sees it
     dk = tl.zeros([BLOCK_N, D], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, D], dtype=tl.float32)
+    dq_desc = None
+    if FUSE_DQ and DQ_TMA:  # dQ as [T, HQ * D]: a tile of one head is [BLOCK_M, D] at column head * D
+        dq_desc = tl.make_tensor_descriptor(dq_acc_ptr, shape=[T, HQ * D], strides=[HQ * D, 1],
+                                            block_shape=[BLOCK_M, D])
     for g in range(GROUP):
         head = kv_head * GROUP + g
         for start_m in range(begin_m, end_m, BLOCK_M):
@@ -140,7 +145,11 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_pt
             ds_t = (p_t * (dp_t - delta[None, :])).to(tl.bfloat16)
             dk += tl.dot(ds_t, q)
             if FUSE_DQ:  # relaxed: the partial sums need no order among themselves, only the kernel's end
-                tl.atomic_add(dq_acc_ptr + q_offsets, tl.dot(tl.trans(ds_t), k), mask=row_ok[:, None], sem="relaxed")
+                dq_part = tl.dot(tl.trans(ds_t), k)
+                if DQ_TMA:  # rows past T fall outside the descriptor's shape: the copy drops them
+                    dq_desc.atomic_add([start_m, head * D], dq_part)
+                else:
+                    tl.atomic_add(dq_acc_ptr + q_offsets, dq_part, mask=row_ok[:, None], sem="relaxed")
     tl.store(dk_ptr + kv_offsets, (dk * scale).to(tl.bfloat16), mask=col_ok[:, None])
     tl.store(dv_ptr + kv_offsets, dv.to(tl.bfloat16), mask=col_ok[:, None])
 
@@ -214,6 +223,10 @@ def _dq_finish(dq_acc_ptr, dq_ptr, N, scale, BLOCK: tl.constexpr):
 # slower than the split pair at every timed size; the atomics cost more than the two
 # recomputed products save. Kept so that the probe can measure it again on another GPU.
 FUSED_DQ = {"small": False, "large": False}
+# On the GPU the fused path adds its dQ partials by TMA bulk reduce-adds (one per tile, issued
+# from shared memory, asynchronous) instead of per-element atomics. Triton's interpreter has
+# no descriptor reduce, so on the CPU it takes the atomics: the same sums.
+DQ_BY_TMA = True
 
 
 def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
@@ -230,9 +243,12 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     common = dict(HQ=hq, HKV=hkv, GROUP=hq // hkv, D=d)
     if fused:
         dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        by_tma = DQ_BY_TMA and q.is_cuda
+        if by_tma:  # a descriptor made inside a kernel lives in global scratch that Triton asks for
+            triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=q.device))
         _dkdv_dq[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](
             q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, dq_acc, t, window, scale, scale * LOG2E,
-            FUSE_DQ=True, **common)
+            FUSE_DQ=True, DQ_TMA=by_tma, **common)
         _dq_finish[(triton.cdiv(dq.numel(), 4096),)](dq_acc, dq, dq.numel(), scale, BLOCK=4096)
         return dq, dk, dv
     _dkdv[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](

@@ -101,7 +101,7 @@ def _report(fn: JITFunction, launch) -> str:
             f"regs {regs.group(1) if regs else '?':>3s} spill {spill.group(1) if spill else '?':>4s} B "
             f"smem {compiled.metadata.shared:6d} B  wgmma {ptx.count('wgmma.mma_async'):3d} "
             f"mma.sync {ptx.count('mma.sync'):3d} cp.async {ptx.count('cp.async.cg') + ptx.count('cp.async.ca'):3d} "
-            f"tma {ptx.count('cp.async.bulk.tensor'):2d}"
+            f"tma {ptx.count('cp.async.bulk.tensor'):2d} tma-reduce {ptx.count('cp.reduce.async.bulk'):2d}"
             f"{'  OVER 227 KiB OF SHARED MEMORY: WILL NOT LAUNCH' if compiled.metadata.shared > SHARED_LIMIT else ''}"
             f"  {shown}")
 
@@ -119,6 +119,9 @@ def main() -> int:
     parser.add_argument("--sealed", type=Path)
     parser.add_argument("--file", type=Path)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=EXPR")
+    parser.add_argument("--constexpr", action="append", default=[], metavar="NAME=EXPR",
+                        help="a launch's constexpr as the GPU would pass it where the host code decides on "
+                             "the device (e.g. a TMA switch that the CPU run turns off)")
     args = parser.parse_args()
     env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
     profile = env.profile("cuda")
@@ -138,15 +141,18 @@ def main() -> int:
     fresh = nodus_inputs.make_inputs(env, sizes[args.size], 11, torch.device("cpu"))
     launches = []
 
+    forced = {name.strip(): eval(expr) for name, _, expr in (c.partition("=") for c in args.constexpr)}
+
     def capture(self, *a, grid, warmup, **kw):
-        launches.append((self, _captured(self, a, kw)))
+        launches.append((self, _captured(self, a, {**kw, **{k: v for k, v in forced.items() if k in kw}})))
 
     def capture_tuned(self, *a, **kw):
         configs = self.configs
         if self.early_config_prune:
             configs = self.early_config_prune(configs, dict(zip(self.arg_names, a)), **kw)
         for config in configs:
-            launches.append((self.fn, _captured(self.fn, a, {**kw, **config.all_kwargs()})))
+            chosen = {**kw, **config.all_kwargs()}
+            launches.append((self.fn, _captured(self.fn, a, {**chosen, **{k: v for k, v in forced.items() if k in chosen}})))
 
     JITFunction.run, Autotuner.run = capture, capture_tuned
     arguments = [fresh[spec.name] for spec in env.contract.inputs]
