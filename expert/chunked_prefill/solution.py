@@ -23,28 +23,33 @@ import triton.language as tl
 @triton.jit
 def _kv_rows(table, start_n, end, kv_head, HKV: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr,
              MASKED: tl.constexpr):
-    """Keys ``start_n ..`` of a tile and the rows of the cache (as [pages * HKV * PAGE, D])
-    that hold them. A page at least a tile long holds the whole tile (tiles never straddle
-    pages: BLOCK_N divides PAGE), so one lookup serves it; smaller pages are looked up per key."""
+    """Keys ``start_n ..`` of a tile, the rows of the cache (as [pages * HKV * PAGE, D]) that
+    hold them, and the first of those rows. A page at least a tile long holds the whole tile
+    (tiles never straddle pages: BLOCK_N divides PAGE), so one lookup serves it and its rows
+    are contiguous; smaller pages are looked up per key (the first row is then unused)."""
     keys = start_n + tl.arange(0, BLOCK_N)
     if PAGE >= BLOCK_N:
         page = tl.load(table + start_n // PAGE)  # start_n < the context: a page of this sequence
-        rows = (page * HKV + kv_head) * PAGE + start_n % PAGE + tl.arange(0, BLOCK_N)
+        first_row = (page * HKV + kv_head) * PAGE + start_n % PAGE
+        rows = first_row + tl.arange(0, BLOCK_N)
     elif MASKED:
         page = tl.load(table + keys // PAGE, mask=keys < end, other=0)  # never past the table's width
         rows = (page * HKV + kv_head) * PAGE + keys % PAGE
+        first_row = 0
     else:
         rows = (tl.load(table + keys // PAGE) * HKV + kv_head) * PAGE + keys % PAGE
-    return keys, rows
+        first_row = 0
+    return keys, rows, first_row
 
 
 @triton.jit
-def _kv_tile(ptr, desc, rows, keys, end, dims, D: tl.constexpr, TMA: tl.constexpr, MASKED: tl.constexpr):
+def _kv_tile(ptr, desc, rows, first_row, keys, end, dims, D: tl.constexpr, TMA: tl.constexpr,
+             MASKED: tl.constexpr):
     """One [BLOCK_N, D] tile of K or V. Rows past the sequence's end (only in a masked tile)
     load as zeros through pointers; TMA loads them as they are: finite garbage by contract,
     which meets only probabilities of exactly 0."""
     if TMA:
-        return desc.load([tl.min(rows, axis=0), 0])  # the tile's first row: its rows are contiguous
+        return desc.load([first_row, 0])
     elif MASKED:
         return tl.load(ptr + rows[:, None] * D + dims[None, :], mask=(keys < end)[:, None], other=0.0)
     else:
@@ -87,20 +92,20 @@ def _prefill(q_ptr, k_ptr, v_ptr, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr, 
     end = tl.minimum(block_first + TOKENS, context)
     unmasked_end = (block_first // BLOCK_N) * BLOCK_N
     for start_n in range(0, unmasked_end, BLOCK_N):
-        keys, rows = _kv_rows(table, start_n, end, kv_head, HKV, PAGE, BLOCK_N, False)
-        k = _kv_tile(k_ptr, k_desc, rows, keys, end, dims, D, TMA, False)
+        keys, rows, first_row = _kv_rows(table, start_n, end, kv_head, HKV, PAGE, BLOCK_N, False)
+        k = _kv_tile(k_ptr, k_desc, rows, first_row, keys, end, dims, D, TMA, False)
         s = tl.dot(q, tl.trans(k))
         # The scale rides on the exponent's subtraction (one FMA per score).
         m_new = tl.maximum(m, tl.max(s, axis=1) * qk_scale)
         p = tl.exp2(s * qk_scale - m_new[:, None])
         alpha = tl.exp2(m - m_new)
         l = l * alpha + tl.sum(p, axis=1)
-        v = _kv_tile(v_ptr, v_desc, rows, keys, end, dims, D, TMA, False)
+        v = _kv_tile(v_ptr, v_desc, rows, first_row, keys, end, dims, D, TMA, False)
         acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])  # P V into the accumulator
         m = m_new
     for start_n in range(unmasked_end, end, BLOCK_N):  # the causal diagonal and the sequence's end
-        keys, rows = _kv_rows(table, start_n, end, kv_head, HKV, PAGE, BLOCK_N, True)
-        k = _kv_tile(k_ptr, k_desc, rows, keys, end, dims, D, TMA, True)
+        keys, rows, first_row = _kv_rows(table, start_n, end, kv_head, HKV, PAGE, BLOCK_N, True)
+        k = _kv_tile(k_ptr, k_desc, rows, first_row, keys, end, dims, D, TMA, True)
         s = tl.dot(q, tl.trans(k)) * qk_scale
         s = tl.where((keys[None, :] <= position[:, None]) & (keys < end)[None, :], s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=1))
@@ -108,7 +113,7 @@ def _prefill(q_ptr, k_ptr, v_ptr, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr, 
         p = tl.exp2(s - m_safe[:, None])
         alpha = tl.exp2(m - m_safe)
         l = l * alpha + tl.sum(p, axis=1)
-        v = _kv_tile(v_ptr, v_desc, rows, keys, end, dims, D, TMA, True)
+        v = _kv_tile(v_ptr, v_desc, rows, first_row, keys, end, dims, D, TMA, True)
         acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])
         m = m_new
     out = acc / tl.where(l > 0, l, 1.0)[:, None]
