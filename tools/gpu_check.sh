@@ -27,6 +27,7 @@
 #                                        # timed per sealed size (PREFILL_SIZES), outside the grader
 #   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
 #                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
+#   bash tools/gpu_check.sh moe_tma        # moe_experts solution: weights by pointers against by TMA, per size
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
 # Several modes run in order: bash tools/gpu_check.sh quick attention
@@ -149,6 +150,11 @@ for MODE in "${@:-quick}"; do
     timeout $left python3 tools/probes/kernel_profile.py chunked_prefill --sealed sealed_fixtures --reps 3 \
       --only ${PREFILL_SIZES:-public-0,public-1,public-2,public-3,public-4,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4} \
       --sweep _config --values "$values" 2>&1 | tee "$WORK/prefill_tiles.txt" ;;
+  moe_tma)
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    timeout $left python3 tools/probes/kernel_profile.py moe_experts --sealed sealed_fixtures --reps 3 \
+      --only ${MOE_SIZES:-public-0,public-1,public-2,hidden-2} --sweep _config \
+      --values "lambda device, base=solution._config: dict(base(device), TMA=True)" 2>&1 | tee "$WORK/moe_tma.txt" ;;
   attention_dq)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \
