@@ -56,6 +56,9 @@ def render(env) -> str:
         "time limit per call": lambda k, p: f"{p.call_timeout_s:g} s",
         # Reserved per grade on a shared GPU (grader/gpu_ledger.py); a CPU grade reserves nothing.
         "GPU memory besides inputs and outputs": lambda k, p: f"up to {p.memory_gib:g} GiB" if k == "cuda" else "-",
+        # Held by the kernel where the grader can make limit cgroups (grader/cgroup_limits.py).
+        "host memory and tasks (processes and threads), all the kernel starts included": lambda k, p:
+            f"up to {p.sandbox_limits(k)[0] / 2**30:g} GiB, {p.sandbox_limits(k)[1]} tasks",
     }
     for label, cell in rows.items():
         lines.append(f"| {label} | " + " | ".join(cell(k, p) for k, p in env.profiles.items()) + " |")

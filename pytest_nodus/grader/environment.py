@@ -167,6 +167,12 @@ class Cost:
         return self.bytes(dims) / (time_ms * 1e-3) / 1e9
 
 
+# A sandbox's host memory by device kind: on the GPU a process holds torch, the CUDA context
+# and the driver's pinned buffers (a few GiB) besides the submission's own; on the CPU the
+# interpreter's arrays at the CPU sizes stay under 1 GiB.
+HOST_MEMORY_GIB = {"cuda": 32.0, "cpu": 4.0}
+
+
 @dataclass(frozen=True)
 class Profile:
     """How an environment is graded on one kind of device ("cuda" or "cpu")."""
@@ -186,6 +192,17 @@ class Profile:
     # the expert held to the same, before it starts (grader/gpu_ledger.py): a kernel within it
     # never meets a shortage that another grade on the GPU caused.
     memory_gib: float = 8.0
+    # Host memory (GiB; None: HOST_MEMORY_GIB for the device kind) and tasks (processes and
+    # threads) a submission's sandbox may hold, all it starts included. Published on the task
+    # card; held by the kernel where the grader can make limit cgroups (grader/cgroup_limits.py):
+    # past them the sandbox is killed, or its fork refused.
+    host_memory_gib: float | None = None
+    max_tasks: int = 4096
+
+    def sandbox_limits(self, kind: str) -> tuple[int, int]:
+        """(host memory bytes, tasks) a submission's sandbox may hold on ``kind``."""
+        gib = self.host_memory_gib if self.host_memory_gib is not None else HOST_MEMORY_GIB[kind]
+        return int(gib * 2**30), self.max_tasks
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ FLAG_STATUS = {
     "grader_tampering": "flagged", "forbidden_op": "flagged", "protocol_violation": "flagged",
     "sandbox_escape": "flagged",
     # it did not finish
-    "raised": "error", "crashed": "error", "process_exit": "error", "load_failed": "error",
+    "raised": "error", "crashed": "error", "process_exit": "error", "over_limit": "error", "load_failed": "error",
     "sandbox_dead": "error", "harness_error": "error", "worker_died": "error", "no_result": "error",
     "expert_failed": "error", "fuzz_failed": "error", "grader_out_of_memory": "error",
     "gpu_busy": "error", "gpu_contended": "error",

@@ -167,7 +167,9 @@ class SandboxPool:
                           unreadable_libraries=keep_out.libraries if kept_out else (),
                           unreadable_packages=keep_out.packages if kept_out else (),
                           removed_kernels=removed,
-                          removed_templates=keep_out.templates if kept_out else ())
+                          removed_templates=keep_out.templates if kept_out else (),
+                          # The grader's own files hold no budget: only what it grades is limited.
+                          limits=profile.sandbox_limits(self.device.kind) if process_role == "submission" else None)
         # A process that leaves a sandbox's tree comes back here (stray_processes). Set at the
         # first start, not at construction: a grade that starts nothing changes nothing.
         adopt_orphans()

@@ -28,6 +28,7 @@ from pathlib import Path
 from pytest_nodus.grader import heap_build, kernel_errors, phases, walls
 from pytest_nodus.grader.arena_memory import create_arena
 from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
+from pytest_nodus.grader.cgroup_limits import SandboxLimits
 from pytest_nodus.grader.clock import GraderClock
 from pytest_nodus.grader.reading import Reading
 from pytest_nodus.grader.idle_work import IdleWatch
@@ -68,8 +69,10 @@ class Sandbox:
     def __init__(self, kernel_path: Path, role: str, device: str, entry_point: str = "kernel",
                  startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None,
                  unreadable_libraries: tuple[str, ...] = (), removed_kernels: dict | None = None,
-                 removed_templates: tuple[str, ...] = (), unreadable_packages: tuple[str, ...] = ()):
+                 removed_templates: tuple[str, ...] = (), unreadable_packages: tuple[str, ...] = (),
+                 limits: tuple[int, int] | None = None):
         self.kernel_path = Path(kernel_path)
+        self.limit_values, self.limits = limits, None  # (host memory bytes, tasks): grader/cgroup_limits.py
         self.role = role
         self.device = device
         self.entry_point = entry_point
@@ -156,7 +159,8 @@ class Sandbox:
             env["CUDA_VISIBLE_DEVICES"] = ""
         launcher, raised = walls.prefix(uid)
         self.cgroup = SandboxCgroup.create(self.role)
-        entered = self.cgroup.enter() if self.cgroup is not None else []
+        self.limits = SandboxLimits.create(self.role, *self.limit_values) if self.limit_values else None
+        entered = [*(self.cgroup.enter() if self.cgroup else []), *(self.limits.enter() if self.limits else [])]
         command = [*walls.die_with_parent(), *entered, *launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
                    str(rep_w), "--kernel", str(kernel_copy), "--entry-point", self.entry_point,
                    "--device", self.device, "--scratch", str(self.scratch), "--role", self.role]
@@ -199,11 +203,11 @@ class Sandbox:
             raise SandboxFailure("error", "harness_error", "the sandbox's launcher does not hold exactly one sandbox")
         self.clock.pid, self.clock.cgroup = self.pid, self.cgroup
         confined = str(hello.get("isolation", ""))  # "trusted", or Landlock's "landlock-abiN", or "process"
-        if self.cgroup is not None and (confined.startswith("landlock") or walls.OWN_UID in raised):
-            # A wall only while the sandbox cannot write cgroup files: a uid of its own cannot
+        if confined.startswith("landlock") or walls.OWN_UID in raised:
+            # Walls only while the sandbox cannot write cgroup files: a uid of its own cannot
             # write root's, and Landlock keeps it off /sys/fs/cgroup, where a process of the
-            # grader's uid could move itself out.
-            raised = (*raised, CGROUP)
+            # grader's uid could move itself out or lift its limits.
+            raised = (*raised, *([CGROUP] if self.cgroup else []), *(self.limits.labels if self.limits else []))
         self.isolation = ["trusted"] if confined == "trusted" else \
             ["process", *([confined] if confined.startswith("landlock") else []),
              *([walls.SECCOMP] if hello.get("seccomp") else []), *raised]
@@ -234,6 +238,8 @@ class Sandbox:
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+        if self.limits is not None:
+            self.limits.remove()
         self.arena = None
         self.clock = None
         if self._memory is not None:
@@ -359,6 +365,8 @@ class Sandbox:
             self._kill()
             return SandboxFailure("flagged", "protocol_violation", f"the sandbox closed its channel during {during}")
         self._kill()
+        if self.limits is not None and (breach := self.limits.breached()):
+            return SandboxFailure("error", "over_limit", f"the sandbox died during {during}: {breach}")
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
             return SandboxFailure("error", "crashed", f"the sandbox died of {name} during {during}")

@@ -205,7 +205,7 @@ class GradeRunner:
 def _fatal(result: SizeResult) -> bool:
     """A hang or crash: the next example would only cost another time limit."""
     return result.status in ("timeout", "error") and any(
-        f["code"] in ("timeout", "load_failed", "crashed", "process_exit") for f in result.flags)
+        f["code"] in ("timeout", "load_failed", "crashed", "process_exit", "over_limit") for f in result.flags)
 
 
 class EnvironmentSuite:

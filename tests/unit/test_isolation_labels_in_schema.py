@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nodus.grader import cgroup, walls
+from pytest_nodus.grader import cgroup, cgroup_limits, walls
 
 SCHEMA = json.loads((Path(walls.__file__).parent / "schema" / "grade.schema.json").read_text())
 PATTERN = re.compile(SCHEMA["properties"]["isolation"]["items"]["pattern"])
 
 LABELS = ["trusted", "process", "landlock-abi1", "landlock-abi7", cgroup.CGROUP,
           walls.NETWORK, walls.PROCESSES, walls.IPC, walls.USER, walls.NO_CAPABILITIES,
-          walls.NO_NEW_PRIVS, walls.OWN_UID, walls.SECCOMP]
+          walls.NO_NEW_PRIVS, walls.OWN_UID, walls.SECCOMP, cgroup_limits.MEMORY_LIMIT,
+          cgroup_limits.TASKS_LIMIT]
 
 
 @pytest.mark.parametrize("label", LABELS)
