@@ -57,7 +57,7 @@ def render(env) -> str:
         # Reserved per grade on a shared GPU (grader/gpu_ledger.py); a CPU grade reserves nothing.
         "GPU memory besides inputs and outputs": lambda k, p: f"up to {p.memory_gib:g} GiB" if k == "cuda" else "-",
         # Held by the kernel where the grader can make limit cgroups (grader/cgroup_limits.py).
-        "host memory and tasks (processes and threads), all the kernel starts included": lambda k, p:
+        "host memory and tasks (processes and threads), all the submission starts included": lambda k, p:
             f"up to {p.sandbox_limits(k)[0] / 2**30:g} GiB, {p.sandbox_limits(k)[1]} tasks",
     }
     for label, cell in rows.items():
