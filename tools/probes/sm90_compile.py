@@ -144,7 +144,7 @@ def main() -> int:
     forced = {name.strip(): eval(expr) for name, _, expr in (c.partition("=") for c in args.constexpr)}
 
     def capture(self, *a, grid, warmup, **kw):
-        launches.append((self, _captured(self, a, {**kw, **{k: v for k, v in forced.items() if k in kw}})))
+        launches.append((self, _captured(self, a, {**kw, **{k: v for k, v in forced.items() if k in self.arg_names}})))
 
     def capture_tuned(self, *a, **kw):
         configs = self.configs
@@ -152,7 +152,8 @@ def main() -> int:
             configs = self.early_config_prune(configs, dict(zip(self.arg_names, a)), **kw)
         for config in configs:
             chosen = {**kw, **config.all_kwargs()}
-            launches.append((self.fn, _captured(self.fn, a, {**chosen, **{k: v for k, v in forced.items() if k in chosen}})))
+            launches.append((self.fn, _captured(self.fn, a, {**chosen, **{k: v for k, v in forced.items()
+                                                                            if k in self.fn.arg_names}})))
 
     JITFunction.run, Autotuner.run = capture, capture_tuned
     arguments = [fresh[spec.name] for spec in env.contract.inputs]
