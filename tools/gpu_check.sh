@@ -138,7 +138,7 @@ for MODE in "${@:-quick}"; do
     done ;;
   prefill_tiles)
     # (BLOCK_M, BLOCK_N, warps, stages, TMA) per candidate; the sm_90a compile probe
-    # (tools/probes/sm90_compile.py) rules out those that spill or overflow shared memory.
+    # (nodus-sm90) rules out those that spill or overflow shared memory.
     # BLOCK_N 128 at D = 256 needs 321 KiB of shared memory: it is not a candidate there.
     tiles=${PREFILL_TILES:-"128,64,8,2,0 128,64,8,3,1 128,128,8,2,0 128,128,8,3,1 64,64,4,3,1 64,64,4,2,0 64,32,4,2,0"}
     values=""

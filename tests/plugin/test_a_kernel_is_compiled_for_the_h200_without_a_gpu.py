@@ -1,0 +1,52 @@
+"""nodus-sm90 compiles a kernel file's Triton launches for the H200 on a machine without a GPU
+and reports each one: a kernel that fits passes, one whose tile needs more shared memory than
+a block may use on sm_90 is named and fails the command, before it costs any device time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+pytestmark = pytest.mark.grade
+
+# An rmsnorm whose per-row product tile is a [256, 256] x [256, 256] bf16 dot with 4 stages:
+# far past 227 KiB of shared memory on sm_90.
+TOO_BIG = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _huge(x_ptr, o_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK, BLOCK], tl.float32)
+    for i in tl.range(0, 4, num_stages=4):
+        a = tl.load(x_ptr + i * BLOCK * BLOCK + r[:, None] * BLOCK + r[None, :])
+        acc = tl.dot(a, a, acc)
+    tl.store(o_ptr + r[:, None] * BLOCK + r[None, :], acc.to(tl.bfloat16))
+
+def kernel(x, weight, eps):
+    out = torch.empty(256, 256, dtype=torch.bfloat16, device=x.device)
+    _huge[(1,)](x, out, BLOCK=256, num_warps=8, num_stages=4)
+    return x
+"""
+
+
+def _sm90(kernel) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_nodus.commands.sm90", "rmsnorm", str(kernel)],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+
+
+def test_a_kernel_that_fits_is_reported_and_passes():
+    done = _sm90(REPO / "env_suites" / "rmsnorm" / "starting_kernel.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "host code on meta tensors" in done.stdout and "regs" in done.stdout and "spill" in done.stdout
+
+
+def test_a_kernel_past_the_shared_memory_of_a_block_is_named(tmp_path):
+    kernel = tmp_path / "huge.py"
+    kernel.write_text(TOO_BIG)
+    done = _sm90(kernel)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "_huge" in done.stdout and "WILL NOT LAUNCH" in done.stdout
