@@ -90,7 +90,9 @@ def _report(fn: JITFunction, launch) -> str:
     compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
                               target=GPUTarget("cuda", 90, 32), options=options)
     ptx = compiled.asm["ptx"]
-    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas-blackwell"  # the newer of the two bundled: it reads this Triton's PTX version
+    # Where Triton bundles two, the newer (ptxas-blackwell) is the one that reads its PTX version.
+    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    ptxas = next((p for p in (bundled / "ptxas-blackwell", bundled / "ptxas") if p.exists()), bundled / "ptxas")
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     out = subprocess.run([str(ptxas), "-v", "--gpu-name", "sm_90a", f.name, "-o", os.devnull],
