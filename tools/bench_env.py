@@ -57,11 +57,14 @@ def call(env, module, fresh: dict):
     return [result] if isinstance(result, torch.Tensor) else list(result)
 
 
-def time_size(env, modules: dict, dims, reps: int, flush: torch.Tensor, seed: int, device) -> dict:
-    """{kernel: (median ms, worst error against the expert / tolerance, fastest ms, slowest ms)}."""
+def time_size(env, modules: dict, dims, reps: int, flush: torch.Tensor, seed: int, device,
+              expected_from=None) -> dict:
+    """{kernel: (median ms, worst error against the expert / tolerance, fastest ms, slowest ms)}.
+    The errors are against ``expected_from``'s outputs (a module not timed), else the expert's."""
     results = {}
     warm = nodus_inputs.make_inputs(env, dims, seed, torch.device("cuda"))
-    expected = call(env, modules["expert"], warm) if "expert" in modules else None
+    source = expected_from if expected_from is not None else modules.get("expert")
+    expected = call(env, source, warm) if source is not None else None
     if expected is not None and env.error_scales:  # a floor measured against the terms' size
         expected += list(env.reference(warm))[len(env.contract.outputs):]
     for name, module in modules.items():

@@ -12,9 +12,7 @@ Runs only in the grader.
 
 from __future__ import annotations
 
-import torch
-
-from pytest_nodus.grader import checks, devices, gpu_memory, inputs, phases
+from pytest_nodus.grader import checks, gpu_memory, inputs, phases
 from pytest_nodus.grader.environment import Environment
 from pytest_nodus.grader.results import SizeResult
 from pytest_nodus.grader.sandbox_process import SandboxFailure
@@ -32,19 +30,13 @@ def check(grader, env: Environment, dims: dict, label: str, example: int, rerun:
                                     env={"name": env.name, "version": env.version}) for role in roles}
         shared = SizeResult(f"fuzz-{example}", "fuzz", rerun, dict(dims))  # inputs and reference, made once
         try:
-            grader.reserve(env, dims, shared)
-            _check(grader, env, dims, f"{label}/{sorted(dims.items())}", rerun, results, shared)
-        except torch.OutOfMemoryError as exc:
-            raise gpu_memory.OutOfMemory(list(results.values())) from exc
-        except devices.DeviceBusy as busy:
-            for result in results.values():
-                result.flag("gpu_busy", str(busy))
-            return list(results.values())
+            with gpu_memory.attempting(list(results.values())):
+                grader.reserve(env, dims, shared)
+                _check(grader, env, dims, f"{label}/{sorted(dims.items())}", rerun, results, shared)
+                gpu_memory.release(grader.device)
         finally:
             for result in results.values():
-                for name, ms in shared.phases.items():
-                    phases.add(result.phases, name, ms)
-        gpu_memory.release(grader.device)
+                result.take_shared(shared)
         return list(results.values())
 
     return gpu_memory.waiting_for_memory(one, grader.device, grader.gpu_wait_s)

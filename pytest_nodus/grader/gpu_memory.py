@@ -13,10 +13,11 @@ the size waits for other grades to end and is graded again from fresh inputs; on
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import torch
 
-from pytest_nodus.grader import phases
+from pytest_nodus.grader import devices, phases
 from pytest_nodus.grader.results import SizeResult
 
 # Pauses before each new attempt: 5 s doubling to 30 s, in all at most --nodus-gpu-wait. The
@@ -32,6 +33,22 @@ class OutOfMemory(Exception):
     def __init__(self, results: list[SizeResult]):
         super().__init__(results[0].id)
         self.results = results
+
+
+@contextmanager
+def attempting(results: list[SizeResult]):
+    """One attempt at a size, for :func:`waiting_for_memory`: the grader's own out-of-memory
+    becomes :class:`OutOfMemory` (the size is tried again), and a GPU that other grades held
+    past the wait puts every result at ``gpu_busy``. That is not the submission's doing either,
+    and no grade vouches for a size it did not time: the floor, under a code a pipeline can
+    retry on."""
+    try:
+        yield
+    except torch.OutOfMemoryError as exc:
+        raise OutOfMemory(results) from exc
+    except devices.DeviceBusy as busy:
+        for result in results:
+            result.flag("gpu_busy", str(busy))
 
 
 def pauses(wait_s: float):

@@ -196,15 +196,8 @@ class Grader:
             results = {role: SizeResult(size.id, size.kind, rerun, dict(size.dims), device=self.device.torch_name,
                                         env={"name": env.name, "version": env.version},
                                         throughput_unit=env.cost.unit) for role in self.roles}
-            try:
+            with gpu_memory.attempting(list(results.values())):
                 self._grade_size(env, size, label, results)
-            except torch.OutOfMemoryError as exc:
-                raise gpu_memory.OutOfMemory(list(results.values())) from exc
-            except devices.DeviceBusy as busy:
-                # Not the submission's doing either, and no grade vouches for a size it did not
-                # time: the floor, under a code a pipeline can retry on.
-                for result in results.values():
-                    result.flag("gpu_busy", str(busy))
             return list(results.values())
 
         return gpu_memory.waiting_for_memory(attempt, self.device, self.gpu_wait_s)

@@ -90,6 +90,16 @@ class SizeResult:
         if waived not in self.waived_flags:
             self.waived_flags.append(waived)
 
+    def take_shared(self, shared: SizeResult) -> None:
+        """What an attempt's result carries of the work done once for every attempt of a batch
+        (the expert's and baselines' calls, the inputs and reference), as its own grade would."""
+        for name, ms in shared.phases.items():
+            self.phases[name] = self.phases.get(name, 0.0) + ms
+        self.expert_error = shared.expert_error
+        self.baseline_errors, self.baseline_notes = shared.baseline_errors, shared.baseline_notes
+        self.contended_rounds = shared.contended_rounds
+        self.gpu_reserved_gib = shared.gpu_reserved_gib
+
     def note_error(self, error: float, limit: float) -> bool:
         """Keep the worst error seen (relative to its tolerance) over all calls and outputs;
         True if this one is it."""

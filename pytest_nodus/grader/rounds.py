@@ -49,7 +49,7 @@ def grade(grader, env: Environment, size: Size, label: str, results: dict[str, S
         _grade(grader, env, size, label, results, shared)
     finally:
         for result in results.values():
-            _merge_shared(result, shared)
+            result.take_shared(shared)
 
 
 def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, SizeResult],
@@ -207,16 +207,6 @@ def _finish(grader, env: Environment, role: str, live: dict, results: dict) -> N
         return
     if grader.fail_fast and result.flags:
         del live[role]
-
-
-def _merge_shared(result: SizeResult, shared: SizeResult) -> None:
-    """What every attempt's result carries of the shared rounds, as its own grade would."""
-    for name, ms in shared.phases.items():
-        phases.add(result.phases, name, ms)
-    result.expert_error = shared.expert_error
-    result.baseline_errors, result.baseline_notes = shared.baseline_errors, shared.baseline_notes
-    result.contended_rounds = shared.contended_rounds
-    result.gpu_reserved_gib = shared.gpu_reserved_gib
 
 
 def _start_expert(grader, env: Environment, size: Size, sandboxes: dict, live: dict, results: dict,
