@@ -168,8 +168,8 @@ class Cost:
 
 
 # A sandbox's host memory by device kind: on the GPU a process holds torch, the CUDA context
-# and the driver's pinned buffers (a few GiB) besides the submission's own; on the CPU the
-# interpreter's arrays at the CPU sizes stay under 1 GiB.
+# and the driver's pinned buffers besides the submission's own; the CPU sizes are small, and
+# 4 GiB leaves torch and the Triton interpreter room over them.
 HOST_MEMORY_GIB = {"cuda": 32.0, "cpu": 4.0}
 
 
