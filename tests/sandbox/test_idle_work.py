@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -27,6 +28,12 @@ time.sleep(60)
 """
 
 
+def _cpu_s(pid: int) -> float:
+    """The process's user and system CPU time, all threads, from /proc."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @pytest.mark.parametrize("with_cgroup", [False, True])
 @pytest.mark.parametrize("worker", ["parked", "busy"])
 def test_only_work_counts(worker, with_cgroup):
@@ -39,10 +46,15 @@ def test_only_work_counts(worker, with_cgroup):
         time.sleep(0.3)  # both threads started
         sandbox = SimpleNamespace(pid=process.pid, process=process, cgroup=cgroup)
         watch = IdleWatch()
+        start = _cpu_s(process.pid)
         watch.returned(sandbox)
-        # A busy thread runs ~1 ms per ms it holds a core: a second's window shows 100 ms of
-        # its work even where a loaded 2-core machine gives it a tenth of a core.
-        time.sleep(1.0)
+        # The window lasts until the kernel's own count shows 150 ms more of the process's CPU
+        # (its busy thread's: the main thread sleeps), 30 s at most: on a loaded 2-core machine
+        # a busy thread may hold a core for less than a tenth of a second's window. A parked
+        # thread's process never gets there.
+        deadline = time.monotonic() + (30.0 if worker == "busy" else 1.0)
+        while time.monotonic() < deadline and _cpu_s(process.pid) - start < 0.15:
+            time.sleep(0.05)
         spent, busiest = watch.worked(sandbox)
         if worker == "busy":
             assert spent > 100 and busiest
