@@ -25,7 +25,9 @@ def _layer(x, topk_ids, topk_weights, w1, w3, w2):
     experts = w1.shape[0]
     flat = topk_ids.reshape(-1).long()
     order = torch.argsort(flat, stable=True)
-    counts = torch.bincount(flat, minlength=experts)
+    # torchtitan's count: histc's bins are fixed, so unlike bincount it never waits for the
+    # device to size its output (a wait that would expose every launch after it).
+    counts = torch.histc(flat.float(), bins=experts, min=0, max=experts).long()
     padded = (counts + ALIGN - 1) // ALIGN * ALIGN
     ends = torch.cumsum(padded, 0)
     sorted_expert = flat[order]

@@ -222,10 +222,12 @@ def _routes(topk_ids: torch.Tensor, experts: int, block_m: int):
     """Route order by expert and the tile table, all on the device."""
     t, k = topk_ids.shape
     flat = topk_ids.reshape(-1).long()
-    order = torch.argsort(flat, stable=True)
-    counts = torch.bincount(flat, minlength=experts)
-    ends = torch.cumsum(counts, 0)
-    starts = ends - counts
+    by_expert, order = torch.sort(flat, stable=True)
+    # Each expert's run of the sorted routes, found by search: bincount would wait for the
+    # device to size its output, and every launch after it would then show in the call's time.
+    bounds = torch.searchsorted(by_expert, torch.arange(experts + 1, device=flat.device))
+    starts, ends = bounds[:-1], bounds[1:]
+    counts = ends - starts
     tiles = (counts + block_m - 1) // block_m
     tile_ends = torch.cumsum(tiles, 0)
     capacity = triton.cdiv(t * k, block_m) + experts

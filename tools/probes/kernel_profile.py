@@ -4,7 +4,8 @@
         [--kernels expert,solution] [--sweep ATTR --values "EXPR;EXPR;..."]
 
 Profile (always): per kernel file and size, torch.profiler over 3 calls after a warm-up; the
-GPU kernels that take the most time, in us per call, so a slow launch shows by name.
+GPU kernels that take the most time, in us per call, so a slow launch shows by name, and the
+host's waits on the device (syncs, copies back), each of which exposes the launches after it.
 Sweep (``--sweep``): the solution's module attribute ATTR replaced by each Python EXPR in
 turn (e.g. ``_config`` by ``lambda device: dict(BLOCK_M=64, ...)``), each timed as
 tools/bench_env.py times a kernel; "default" is the file as it is.
@@ -35,14 +36,20 @@ def profile(env, name: str, module, dims, seed: int) -> None:
     fresh = nodus_inputs.make_inputs(env, dims, seed, torch.device("cuda"))
     bench_env.call(env, module, fresh)  # warm-up: compiles, plans
     torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
         for _ in range(3):
             bench_env.call(env, module, fresh)
         torch.cuda.synchronize()
-    events = [e for e in prof.key_averages() if e.device_time_total > 0]
+    averages = prof.key_averages()
+    # A call that waits on the device (a sync, a copy to the host) leaves the GPU idle while
+    # the host launches what follows: its launch time then counts in the call's time.
+    waits = {e.key: e.count for e in averages
+             if "Synchronize" in e.key or "cudaMemcpy" in e.key and "Async" not in e.key or "DtoH" in e.key}
+    events = [e for e in averages if e.device_type == torch.autograd.DeviceType.CUDA]  # kernels, not their callers
     events.sort(key=lambda e: -e.device_time_total)
     total = sum(e.device_time_total for e in events) / 3
-    print(f"  {name}: {total:.1f} us of GPU kernels per call")
+    print(f"  {name}: {total:.1f} us of GPU kernels per call; host waits in 3 calls and the closing sync: {waits}")
     for e in events[:TOP]:
         print(f"    {e.device_time_total / 3:10.1f} us  x{e.count // 3:<3d} {e.key[:110]}")
 
