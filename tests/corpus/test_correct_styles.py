@@ -1,4 +1,4 @@
-"""False positives: correct kernels of every style (twelve of rmsnorm, and attention's) pass three sealed reruns."""
+"""False positives: correct kernels of every style (thirteen of rmsnorm, and attention's) pass three sealed reruns."""
 
 from __future__ import annotations
 
