@@ -1,0 +1,25 @@
+"""The moe_experts solution's other paths (off by default in its ``_config``: weights loaded
+by TMA descriptors; dW1 and dW3 from one fused launch) grade correct on the CPU, sealed, as
+its default path does: a path a tile sweep may switch on must never give wrong gradients."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REPO
+
+pytestmark = pytest.mark.grade
+
+SWITCHES = {
+    "tma": "dict(base(device), TMA=True)",
+    "weights_pair": "dict(base(device), weights_pair=base(device)['weights'])",
+}
+
+
+@pytest.mark.parametrize("path", sorted(SWITCHES))
+def test_the_path_grades_correct(grade, tmp_path, path):
+    kernel = tmp_path / f"solution_{path}.py"
+    switch = f"\n_config = (lambda base: lambda device: {SWITCHES[path]})(_config)\n"
+    kernel.write_text((REPO / "expert" / "moe_experts" / "solution.py").read_text() + switch)
+    result = grade(kernel, env="moe_experts", sealed=True)
+    assert result.outcome.ret == 0, result.text
+    assert result.document["status"] == "correct", result.document["flags"]
