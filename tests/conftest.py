@@ -31,6 +31,16 @@ class Grade:
         return self.outcome.stdout.str() + self.outcome.stderr.str()
 
 
+def solution_with_config(folder: Path, env: str, name: str, params: str, config: str) -> Path:
+    """A copy of ``env``'s solution in ``folder`` whose ``_config(params)`` returns ``config``,
+    an expression over ``base`` (the file's own ``_config``) and the params: a path of the
+    solution switched on, as a tile sweep on the GPU switches it."""
+    kernel = folder / f"solution_{name}.py"
+    switch = f"\n_config = (lambda base: lambda {params}: {config})(_config)\n"
+    kernel.write_text((REPO / "expert" / env / "solution.py").read_text() + switch)
+    return kernel
+
+
 @pytest.fixture
 def grade(pytester):
     """grade(submission, env="rmsnorm", xdist=0, sealed=False, *extra) -> Grade."""

@@ -32,9 +32,10 @@ import triton.language as tl
 
 def _config(device: torch.device) -> dict:
     """Tiles per kernel. BLOCK_M is every route-tile kernel's (it cuts the tile table); the
-    weight gradients tile their own (F, D) outputs and step over routes. Two paths are off
-    until measured faster on the H200: ``TMA`` (weights by tensor descriptors; measured no
-    faster) and ``weights_pair`` (the tiles of a fused dW1 + dW3 launch)."""
+    weight gradients tile their own (F, D) outputs and step over routes. Two paths stay off
+    unless a sweep on the H200 finds them faster (docs/results/moe_experts.md): ``TMA``
+    (weights by tensor descriptors) and ``weights_pair`` (the tiles of a fused dW1 + dW3
+    launch)."""
     if device.type == "cuda":
         # The fastest of the tiles tried per kernel (docs/results/moe_experts.md). _up keeps
         # two 128 x 128 accumulators (W1's and W3's) over the same x loads; da's epilogue

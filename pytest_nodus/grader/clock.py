@@ -70,11 +70,11 @@ from pytest_nodus.shared.stream_ops import StreamMemoryOps
 
 # ~10 ms at the H200's ~2 GHz boost clock: room for the rest of open()'s enqueueing, the pipe
 # round trip and the call's host-side launches, so that a call whose host work outlasts its
-# GPU work is still timed as GPU work. With ~1 ms, cuDNN's 0.35 ms attention call could read
-# 0.35-0.94 ms on a slower host (its launches landing after the GPU had reached them); with
-# ~4 ms the moe expert (autograd over a compiled graph, in its sandbox) was still graded
-# 0.5-0.6 ms slower per call than the same file benchmarked in one process (docs/timing.md).
-# The spin is before the window opens: it costs wall time only, ~10 ms per call.
+# GPU work is still timed as GPU work. A call's launches that land after the GPU has reached
+# them are timed as idle GPU: cuDNN's 0.35 ms attention call needs more than 1 ms of cover on
+# a slow host, and the moe expert (autograd over a compiled graph, in its sandbox) more than
+# 4 ms (docs/timing.md has both measurements). The spin is before the window opens: it costs
+# wall time only, ~10 ms per call.
 SPIN_CYCLES = 20_000_000
 
 _gather_kernel = None

@@ -5,7 +5,7 @@ its default path does: a path a tile sweep may switch on must never give wrong g
 from __future__ import annotations
 
 import pytest
-from conftest import REPO
+from conftest import solution_with_config
 
 pytestmark = pytest.mark.grade
 
@@ -17,9 +17,7 @@ SWITCHES = {
 
 @pytest.mark.parametrize("path", sorted(SWITCHES))
 def test_the_path_grades_correct(grade, tmp_path, path):
-    kernel = tmp_path / f"solution_{path}.py"
-    switch = f"\n_config = (lambda base: lambda device: {SWITCHES[path]})(_config)\n"
-    kernel.write_text((REPO / "expert" / "moe_experts" / "solution.py").read_text() + switch)
+    kernel = solution_with_config(tmp_path, "moe_experts", path, "device", SWITCHES[path])
     result = grade(kernel, env="moe_experts", sealed=True)
     assert result.outcome.ret == 0, result.text
     assert result.document["status"] == "correct", result.document["flags"]

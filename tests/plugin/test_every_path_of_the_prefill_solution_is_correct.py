@@ -7,7 +7,7 @@ one that gives wrong outputs."""
 from __future__ import annotations
 
 import pytest
-from conftest import REPO
+from conftest import solution_with_config
 
 pytestmark = pytest.mark.grade
 
@@ -19,9 +19,7 @@ SWITCHES = {
 
 @pytest.mark.parametrize("path", sorted(SWITCHES))
 def test_the_path_grades_correct(grade, tmp_path, path):
-    kernel = tmp_path / f"solution_{path}.py"
-    switch = f"\n_config = (lambda base: lambda d, page, device: {SWITCHES[path]})(_config)\n"
-    kernel.write_text((REPO / "expert" / "chunked_prefill" / "solution.py").read_text() + switch)
+    kernel = solution_with_config(tmp_path, "chunked_prefill", path, "d, page, device", SWITCHES[path])
     result = grade(kernel, env="chunked_prefill", sealed=True)
     assert result.outcome.ret == 0, result.text
     assert result.document["status"] == "correct", result.document["flags"]
