@@ -29,7 +29,6 @@
 #   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
 #                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
 #   bash tools/gpu_check.sh moe_tma        # moe_experts solution: weights by pointers against by TMA, per size
-#   bash tools/gpu_check.sh moe_pair       # moe_experts solution: dW1 and dW3 in one launch against two, per size
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
 # Several modes run in order: bash tools/gpu_check.sh quick attention
@@ -158,14 +157,6 @@ for MODE in "${@:-quick}"; do
     timeout $left python3 tools/probes/kernel_profile.py moe_experts --sealed sealed_fixtures --reps 3 \
       --only ${MOE_SIZES:-public-0,public-1,public-2,hidden-2} --sweep _config \
       --values "lambda device, base=solution._config: dict(base(device), TMA=True)" 2>&1 | tee "$WORK/moe_tma.txt" ;;
-  moe_pair)
-    # dW1 and dW3 in one launch (each x tile loaded once for both), 128 x 128 tiles on 8 warps
-    # (188 registers, no spill, in the sm_90a compile) at 3 and 4 stages, against the default.
-    left=$(( NODUS_DEADLINE - $(date +%s) ))
-    pair="lambda device, base=solution._config: dict(base(device), weights_pair=dict(base(device)['weights'], num_warps=8"
-    timeout $left python3 tools/probes/kernel_profile.py moe_experts --sealed sealed_fixtures --reps 5 \
-      --only ${MOE_SIZES:-public-0,public-1,public-2,hidden-2} --sweep _config \
-      --values "$pair));$pair, num_stages=4))" 2>&1 | tee "$WORK/moe_pair.txt" ;;
   attention_dq)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \

@@ -18,8 +18,7 @@ last real one returns at once.
    load, SwiGLU's backward in the epilogue (dh1, dh3); then dx per route = dh1 W1 + dh3 W3
    (two products into one accumulator), summed per token by ``_combine``.
 5. ``_weights``: per expert, dW2 = (w dy)^T a, dW1 = dh1^T x, dW3 = dh3^T x over its own
-   routes; an expert nobody chose writes zeros. With ``weights_pair`` in ``_config``, dW1 and
-   dW3 come from one launch that loads each tile of x's gathered rows once for both.
+   routes; an expert nobody chose writes zeros.
 
 Every product accumulates in fp32 and is rounded to bf16 once, where torch's grouped GEMM
 rounds too (h1, h3, a, o, dO, da's products, the weight gradients).
@@ -32,10 +31,9 @@ import triton.language as tl
 
 def _config(device: torch.device) -> dict:
     """Tiles per kernel. BLOCK_M is every route-tile kernel's (it cuts the tile table); the
-    weight gradients tile their own (F, D) outputs and step over routes. Two paths stay off
-    unless a sweep on the H200 finds them faster (docs/results/moe_experts.md): ``TMA``
-    (weights by tensor descriptors) and ``weights_pair`` (the tiles of a fused dW1 + dW3
-    launch)."""
+    weight gradients tile their own (F, D) outputs and step over routes. ``TMA`` (weights by
+    tensor descriptors) stays off unless a sweep on the H200 finds it faster
+    (docs/results/moe_experts.md)."""
     if device.type == "cuda":
         # The fastest of the tiles tried per kernel (docs/results/moe_experts.md). _up keeps
         # two 128 x 128 accumulators (W1's and W3's) over the same x loads; da's epilogue
@@ -190,12 +188,11 @@ def _combine(o, dx_route, dy, weights, route_pos, y, dx, dweights, D, K: tl.cons
 
 
 @triton.jit
-def _weights(a, a_token, b, b_token, dw, a2, dw2, expert_start, expert_end, N1, N2,
-             GATHER_A: tl.constexpr, GATHER_B: tl.constexpr, PAIR: tl.constexpr,
+def _weights(a, a_token, b, b_token, dw, expert_start, expert_end, N1, N2,
+             GATHER_A: tl.constexpr, GATHER_B: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """dw[e][n1, n2] = sum over expert e's routes r of A[r, n1] B[r, n2]. GATHER_A: A's row r is
-    a[token[r]] (dy); GATHER_B: B's row r is b[token[r]] (x). PAIR: also dw2 from a2 over the
-    same B (dW1 and dW3 share x), each B tile loaded once for both products."""
+    a[token[r]] (dy); GATHER_B: B's row r is b[token[r]] (x)."""
     e = tl.program_id(2)
     start = tl.load(expert_start + e)
     end = tl.load(expert_end + e)
@@ -205,7 +202,6 @@ def _weights(a, a_token, b, b_token, dw, a2, dw2, expert_start, expert_end, N1, 
     n_ok = n < N2
     ks = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-    acc2 = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)  # unused, and compiled away, unless PAIR
     for r0 in range(start, end, BLOCK_K):
         r = r0 + ks
         r_ok = r < end
@@ -217,17 +213,11 @@ def _weights(a, a_token, b, b_token, dw, a2, dw2, expert_start, expert_end, N1, 
             b_rows = tl.load(b_token + r, mask=r_ok, other=0).to(tl.int64)
         else:
             b_rows = r.to(tl.int64)
-        lhs_mask = m_ok[:, None] & r_ok[None, :]
-        lhs = tl.load(a + a_rows[None, :] * N1 + m[:, None], mask=lhs_mask, other=0.0)
+        lhs = tl.load(a + a_rows[None, :] * N1 + m[:, None], mask=m_ok[:, None] & r_ok[None, :], other=0.0)
         rhs = tl.load(b + b_rows[:, None] * N2 + n[None, :], mask=r_ok[:, None] & n_ok[None, :], other=0.0)
         acc = tl.dot(lhs, rhs, acc)
-        if PAIR:
-            lhs2 = tl.load(a2 + a_rows[None, :] * N1 + m[:, None], mask=lhs_mask, other=0.0)
-            acc2 = tl.dot(lhs2, rhs, acc2)
     out = e.to(tl.int64) * N1 * N2 + m[:, None] * N2 + n[None, :]
     tl.store(dw + out, acc.to(tl.bfloat16), mask=m_ok[:, None] & n_ok[None, :])
-    if PAIR:
-        tl.store(dw2 + out, acc2.to(tl.bfloat16), mask=m_ok[:, None] & n_ok[None, :])
 
 
 def _routes(topk_ids: torch.Tensor, experts: int, block_m: int):
@@ -298,19 +288,13 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     dw1, dw3, dw2 = torch.empty_like(w1), torch.empty_like(w3), torch.empty_like(w2)
     wt = cfg["weights"]
 
-    def per_expert(tiles, a, a_token, b, b_token, dw, n1, n2, a2=None, dw_2=None, **gather):
+    def per_expert(a, a_token, b, b_token, dw, n1, n2, **gather):
         # The expert on the grid's slow axis: its routes' rows stay in L2 while its tiles run.
-        grid = (triton.cdiv(n2, tiles["BLOCK_N"]), triton.cdiv(n1, tiles["BLOCK_M"]), experts)
-        pair = a2 is not None
-        _weights[grid](a, a_token, b, b_token, dw, a2 if pair else a, dw_2 if pair else dw, starts, ends, n1, n2,
-                       PAIR=pair, **gather, **tiles)
+        grid = (triton.cdiv(n2, wt["BLOCK_N"]), triton.cdiv(n1, wt["BLOCK_M"]), experts)
+        _weights[grid](a, a_token, b, b_token, dw, starts, ends, n1, n2, **gather, **wt)
 
-    if "weights_pair" in cfg:  # dW1 and dW3 in one pass over x's gathered rows
-        per_expert(cfg["weights_pair"], dh1, token, x, token, dw1, f, d, a2=dh3, dw_2=dw3,
-                   GATHER_A=False, GATHER_B=True)
-    else:
-        per_expert(wt, dh1, token, x, token, dw1, f, d, GATHER_A=False, GATHER_B=True)
-        per_expert(wt, dh3, token, x, token, dw3, f, d, GATHER_A=False, GATHER_B=True)
+    per_expert(dh1, token, x, token, dw1, f, d, GATHER_A=False, GATHER_B=True)
+    per_expert(dh3, token, x, token, dw3, f, d, GATHER_A=False, GATHER_B=True)
     # dW2 = (w dy[token])^T a = dy[token]^T (w a): the weight rides on a, stored weighted by _up.
-    per_expert(wt, dy, token, act_weighted, token, dw2, d, f, GATHER_A=True, GATHER_B=False)
+    per_expert(dy, token, act_weighted, token, dw2, d, f, GATHER_A=True, GATHER_B=False)
     return y, dx, dw1, dw3, dw2, dweights

@@ -16,8 +16,11 @@ cgroup is where the grader looks:
   from the timed call.
 - **kill** (``cgroup.kill``): every process the sandbox started, in one write.
 
-No controller is enabled (``cpu.stat``'s usage, ``cgroup.freeze`` and ``cgroup.kill`` are
-core files), so the grader's own cgroup can hold both the grader and its sandboxes' cgroups.
+None of these needs a controller (``cpu.stat``'s usage, ``cgroup.freeze`` and ``cgroup.kill``
+are core files), so the grader's own cgroup can hold both the grader and its sandboxes'
+cgroups. The limits (grader/cgroup_limits.py) do need controllers: to enable them the
+grader's processes move into a leaf child, :data:`LEAF`, and :func:`home` stays the cgroup
+above it.
 Where no writable cgroup v2 hierarchy holds the grader (a non-root grader without a
 delegated cgroup, a kernel before 5.14), :meth:`SandboxCgroup.create` returns None and the
 grade's ``isolation`` lacks ``cgroup``: CPU time is then read per process (grader/clock.py)
@@ -37,6 +40,9 @@ from pathlib import Path
 from pytest_nodus.grader.processes import task_runtimes
 
 CGROUP = "cgroup"  # the isolation entry
+# Where grader/cgroup_limits.py moves the processes of the grader's own cgroup. One dash:
+# the sweeps below take only "nodus-<grader pid>-..." for a dead grader's.
+LEAF = "nodus-processes"
 
 # Freezing a sandbox of a few threads took 0.27 ms (median), 0.94 ms at most, on the 2-core
 # CI machine. Past this, the freeze is left to complete on its own (a task in the GPU driver
@@ -50,8 +56,9 @@ _counter = itertools.count()
 
 
 @functools.cache
-def _home() -> Path | None:
-    """The grader's own cgroup v2 directory, if it can hold sandboxes' cgroups."""
+def home() -> Path | None:
+    """The grader's own cgroup v2 directory (above :data:`LEAF` once the grader was moved
+    there), if it can hold sandboxes' cgroups."""
     mount = next((fields[4] for fields in _mountinfo() if _fstype(fields) == "cgroup2"), None)
     try:
         own = next(line.split(":", 2)[2].strip() for line in Path("/proc/self/cgroup").read_text().splitlines()
@@ -60,11 +67,13 @@ def _home() -> Path | None:
         return None
     if mount is None:
         return None
-    home = Path(mount) / own.lstrip("/")
+    path = Path(mount) / own.lstrip("/")
+    if path.name == LEAF:
+        path = path.parent
     needed = ("cgroup.procs", "cgroup.freeze", "cgroup.kill", "cpu.stat")
-    if not (home / "cgroup.procs").exists() or not os.access(home, os.W_OK):
+    if not (path / "cgroup.procs").exists() or not os.access(path, os.W_OK):
         return None
-    probe = home / f"nodus-probe-{os.getpid()}"
+    probe = path / f"nodus-probe-{os.getpid()}"
     try:
         probe.mkdir(exist_ok=True)
         usable = all((probe / name).exists() for name in needed)
@@ -72,8 +81,8 @@ def _home() -> Path | None:
     except OSError:
         return None
     if usable:
-        _sweep(home)
-    return home if usable else None
+        _sweep(path)
+    return path if usable else None
 
 
 def _mountinfo() -> list[list[str]]:
@@ -114,10 +123,10 @@ class SandboxCgroup:
 
     @classmethod
     def create(cls, role: str) -> SandboxCgroup | None:
-        home = _home()
-        if home is None or shutil.which("sh") is None:
+        where = home()
+        if where is None or shutil.which("sh") is None:
             return None
-        path = home / f"nodus-{os.getpid()}-{next(_counter)}-{role.replace(':', '_')}"
+        path = where / f"nodus-{os.getpid()}-{next(_counter)}-{role.replace(':', '_')}"
         try:
             path.mkdir()
         except OSError:

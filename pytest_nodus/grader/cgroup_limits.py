@@ -7,14 +7,25 @@ submission is measured against. Under a limit the kernel stops the sandbox at it
 budget: the OOM killer acts inside its cgroup only, and fork fails inside it only. The
 budget is published on the task card (``Profile.host_memory_gib``, ``Profile.max_tasks``).
 
-Where: the memory and pids controllers of cgroup v1, on hosts that mount them (hybrid
-hierarchies): each submission's sandbox gets a directory of its own in the grader's own
-memory and pids cgroups, entered by its launcher before its first instruction, as the v2
-cgroup of grader/cgroup.py is. Under cgroup v2 the controllers can only be enabled below a
-cgroup that holds no process, and the grader's own cgroup holds the grader: v2 limits need
-a delegated subtree, which is not built. Where neither is writable the sandbox runs without
-them and its ``isolation`` lacks ``memory-limit`` / ``tasks-limit``. The sandbox cannot
-lift them: it cannot write cgroup files (Landlock, or a uid of its own).
+Where, in order of preference per controller:
+
+- cgroup v1 (hybrid hierarchies): each sandbox gets a directory of its own in the grader's
+  own memory and pids cgroups, entered by its launcher before its first instruction.
+- cgroup v2: the limit is written into the sandbox's own v2 cgroup (grader/cgroup.py). The
+  kernel enables a controller for a cgroup's children only while that cgroup holds no
+  process (outside the hierarchy's root), and the grader's own cgroup holds the grader, so
+  :func:`_v2_controllers` first moves every process of that cgroup into a leaf child
+  (``cgroup.LEAF``), as a container's init does to delegate, then enables the controllers
+  its parent grants. The processes keep every limit they had (the leaf has none of its
+  own).
+- tasks without a pids controller: ``RLIMIT_NPROC``, which the kernel holds per uid, so only
+  where the sandbox runs as a uid of its own without capabilities (``own-uid``); the
+  sandbox sets it on itself before its kernel file loads (``sandbox/confine.py``), and no
+  process of that uid can raise it.
+
+Where none applies the sandbox runs without the limit and its ``isolation`` lacks
+``memory-limit`` / ``tasks-limit``. The sandbox cannot lift them: it cannot write cgroup
+files (Landlock, or a uid of its own), nor raise a hard rlimit (no capability).
 
 Runs only in the grader.
 """
@@ -29,8 +40,11 @@ import signal
 import time
 from pathlib import Path
 
+from pytest_nodus.grader import cgroup
+
 MEMORY_LIMIT, TASKS_LIMIT = "memory-limit", "tasks-limit"  # isolation entries
 _LIMIT_FILES = {"memory": "memory.limit_in_bytes", "pids": "pids.max"}
+_V2_LIMIT_FILES = {"memory": "memory.max", "pids": "pids.max"}
 _LABELS = {"memory": MEMORY_LIMIT, "pids": TASKS_LIMIT}
 _counter = itertools.count()
 
@@ -71,6 +85,54 @@ def _homes() -> dict[str, Path]:
             _sweep(home)
             homes[controller] = home
     return homes
+
+
+@functools.cache
+def _v2_controllers() -> frozenset[str]:
+    """The limit controllers ("memory", "pids") enabled for the children of the grader's v2
+    cgroup, enabling those its parent grants: once per grader process."""
+    home = cgroup.home()
+    if home is None:
+        return frozenset()
+    granted = set(_read(home / "cgroup.controllers").split()) & set(_V2_LIMIT_FILES)
+    for _ in range(5):  # a process forked into the cgroup meanwhile makes the kernel refuse
+        missing = granted - set(_read(home / "cgroup.subtree_control").split())
+        if not missing:
+            break
+        # The hierarchy's root (no cgroup.type) may hold processes and enable controllers.
+        if (home / "cgroup.type").exists() and not _empty_into_leaf(home):
+            break
+        try:
+            (home / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(missing)))
+        except OSError:
+            time.sleep(0.01)
+    return frozenset(set(_read(home / "cgroup.subtree_control").split()) & granted)
+
+
+def _empty_into_leaf(home: Path) -> bool:
+    """Move every process of ``home`` into its leaf child; True once ``home`` holds none."""
+    leaf = home / cgroup.LEAF
+    try:
+        leaf.mkdir(exist_ok=True)
+    except OSError:
+        return False
+    for _ in range(20):
+        pids = _read(home / "cgroup.procs").split()
+        if not pids:
+            return True
+        for pid in pids:
+            try:
+                (leaf / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass  # gone meanwhile, or a kernel thread: the next look says
+    return not _read(home / "cgroup.procs").split()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 def _kill_all(directory: Path) -> None:
@@ -115,20 +177,23 @@ def _sweep(home: Path) -> None:
 
 
 class SandboxLimits:
-    """One sandbox's memory and pids cgroups, made with their limits, entered by its launcher."""
+    """One sandbox's limits: v1 memory and pids cgroups of its own (entered by its launcher),
+    limits written into its v2 cgroup, and a task limit it sets on itself (RLIMIT_NPROC)."""
 
-    def __init__(self, directories: dict[str, Path], memory_bytes: int, tasks: int):
-        self.directories = directories
+    def __init__(self, directories: dict[str, Path], v2: Path | None, v2_held: frozenset[str],
+                 memory_bytes: int, tasks: int):
+        self.directories, self.v2, self.v2_held = directories, v2, v2_held
         self.memory_bytes, self.tasks = memory_bytes, tasks
+        self.rlimit_tasks = False  # set once the sandbox says its RLIMIT_NPROC holds
 
     @classmethod
-    def create(cls, role: str, memory_bytes: int, tasks: int) -> SandboxLimits | None:
-        if shutil.which("sh") is None:
-            return None
+    def create(cls, role: str, memory_bytes: int, tasks: int,
+               own_cgroup: cgroup.SandboxCgroup | None = None) -> SandboxLimits:
+        """``own_cgroup``: the sandbox's v2 cgroup, made and not yet entered."""
         values = {"memory": memory_bytes, "pids": tasks}
         name = f"nodus-{os.getpid()}-{next(_counter)}-{role.replace(':', '_')}"
         made = {}
-        for controller, home in _homes().items():
+        for controller, home in (_homes().items() if shutil.which("sh") else ()):
             directory = home / name
             try:
                 directory.mkdir()
@@ -137,14 +202,33 @@ class SandboxLimits:
                 _remove(directory, wait_s=0.0)
                 continue
             made[controller] = directory
-        return cls(made, memory_bytes, tasks) if made else None
+        held = set()
+        if own_cgroup is not None:
+            for controller in _v2_controllers() - set(made):
+                try:
+                    (own_cgroup.path / _V2_LIMIT_FILES[controller]).write_text(str(values[controller]))
+                except OSError:
+                    continue
+                held.add(controller)
+            if "memory" in held:
+                for name_, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
+                    # No swap to spill into past the limit; the OOM killer ends the whole sandbox.
+                    if (own_cgroup.path / name_).exists():
+                        (own_cgroup.path / name_).write_text(value)
+        return cls(made, own_cgroup.path if own_cgroup else None, frozenset(held), memory_bytes, tasks)
+
+    @property
+    def tasks_by_cgroup(self) -> bool:
+        return "pids" in self.directories or "pids" in self.v2_held
 
     @property
     def labels(self) -> list[str]:
-        return [_LABELS[c] for c in sorted(self.directories)]
+        held = set(self.directories) | set(self.v2_held) | ({"pids"} if self.rlimit_tasks else set())
+        return [_LABELS[c] for c in sorted(held)]
 
     def enter(self) -> list[str]:
-        """A command prefix per cgroup that moves itself in, then execs the rest."""
+        """A command prefix per v1 cgroup that moves itself in, then execs the rest (the v2
+        cgroup's own prefix enters the limits written there)."""
         prefix = []
         for directory in self.directories.values():
             prefix += [shutil.which("sh"), "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', str(directory)]
@@ -155,14 +239,21 @@ class SandboxLimits:
         memory cgroup, or a fork refused at its task limit."""
         found = []
         memory = self.directories.get("memory")
-        if memory is not None and _counter_in(memory / "memory.oom_control", "oom_kill") > 0:
+        oom = _counter_in(memory / "memory.oom_control", "oom_kill") if memory is not None else 0
+        if "memory" in self.v2_held:
+            oom += _counter_in(self.v2 / "memory.events", "oom_kill")
+        if oom > 0:
             found.append(f"the kernel killed it at its host memory limit ({self.memory_bytes / 2**30:g} GiB)")
         pids = self.directories.get("pids")
-        if pids is not None and _counter_in(pids / "pids.events", "max") > 0:
+        refused = _counter_in(pids / "pids.events", "max") if pids is not None else 0
+        if "pids" in self.v2_held:
+            refused += _counter_in(self.v2 / "pids.events", "max")
+        if refused > 0:
             found.append(f"it reached its task limit ({self.tasks} processes and threads)")
         return "; ".join(found) or None
 
     def remove(self, wait_s: float = 2.0) -> None:
+        """The v1 cgroups; the v2 one goes with the sandbox's own cgroup."""
         for directory in self.directories.values():
             _remove(directory, wait_s)
         self.directories = {}

@@ -68,14 +68,13 @@ from pytest_nodus.shared.arena import FLAG_BYTES, MAX_OUTPUTS, flag_word, go_wor
 from pytest_nodus.shared.bits import poison_
 from pytest_nodus.shared.stream_ops import StreamMemoryOps
 
-# ~10 ms at the H200's ~2 GHz boost clock: room for the rest of open()'s enqueueing, the pipe
+# ~4 ms at the H200's ~2 GHz boost clock: room for the rest of open()'s enqueueing, the pipe
 # round trip and the call's host-side launches, so that a call whose host work outlasts its
 # GPU work is still timed as GPU work. A call's launches that land after the GPU has reached
 # them are timed as idle GPU: cuDNN's 0.35 ms attention call needs more than 1 ms of cover on
-# a slow host, and the moe expert (autograd over a compiled graph, in its sandbox) more than
-# 4 ms (docs/timing.md has both measurements). The spin is before the window opens: it costs
-# wall time only, ~10 ms per call.
-SPIN_CYCLES = 20_000_000
+# a slow host (docs/timing.md). The spin is before the window opens: it costs wall time
+# only, ~4 ms per call.
+SPIN_CYCLES = 8_000_000
 
 _gather_kernel = None
 

@@ -9,8 +9,8 @@ out one output copy shorter than its run.
 
 So every allocation the calling thread makes during a call (outputs, workspaces) comes
 from a torch ``MemPool`` whose segments are carved from a heap region of the grader's
-arena. (torch routes only that thread's allocations to the pool: autograd's backward
-threads, or the submission's own, allocate elsewhere, and their outputs are copied.) The
+arena, and so does what autograd's CUDA device thread allocates (sandbox/heap.py). (Threads
+the submission starts itself allocate elsewhere, and their outputs are copied.) The
 harness then only tells the grader, in stream order, where each output starts (one word
 per output next to the flag word, ``shared/arena.py``). The grader copies from
 there on its own stream, once the flag is written. No harness work sits between the

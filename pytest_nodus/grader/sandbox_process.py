@@ -121,8 +121,7 @@ class Sandbox:
         arena_capacity = aligned(arena_capacity)  # keeps the flag word aligned
         # On the GPU the calls allocate from a heap in the arena, so the grader can read
         # their outputs where they were written (grader/heap_build.py).
-        heap_description = None
-        heap_bytes = 0
+        heap_description, heap_bytes = None, 0
         if self.device != "cpu":
             heap_bytes = heap_build.heap_bytes(arena_capacity // 2)  # the arena holds two calls' slots
             heap_description = {"library": str(heap_build.build()), "offset": arena_capacity, "bytes": heap_bytes}
@@ -159,13 +158,15 @@ class Sandbox:
             env["CUDA_VISIBLE_DEVICES"] = ""
         launcher, raised = walls.prefix(uid)
         self.cgroup = SandboxCgroup.create(self.role)
-        self.limits = SandboxLimits.create(self.role, *self.limit_values) if self.limit_values else None
+        self.limits = self.limit_values and SandboxLimits.create(self.role, *self.limit_values, own_cgroup=self.cgroup)
         entered = [*(self.cgroup.enter() if self.cgroup else []), *(self.limits.enter() if self.limits else [])]
         command = [*walls.die_with_parent(), *entered, *launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
                    str(rep_w), "--kernel", str(kernel_copy), "--entry-point", self.entry_point,
                    "--device", self.device, "--scratch", str(self.scratch), "--role", self.role]
         if not self.audit:
             command.append("--no-audit")
+        if self.limits is not None and not self.limits.tasks_by_cgroup and walls.OWN_UID in raised:
+            command += ["--max-tasks", str(self.limits.tasks)]  # RLIMIT_NPROC binds a uid of its own only
         for prefix in self.unreadable_libraries:
             command += ["--unreadable-library", prefix]
         for name in self.unreadable_packages:
@@ -202,6 +203,8 @@ class Sandbox:
             self._kill()
             raise SandboxFailure("error", "harness_error", "the sandbox's launcher does not hold exactly one sandbox")
         self.clock.pid, self.clock.cgroup = self.pid, self.cgroup
+        if self.limits:
+            self.limits.rlimit_tasks = hello.get("max_tasks") == self.limits.tasks
         confined = str(hello.get("isolation", ""))  # "trusted", or Landlock's "landlock-abiN", or "process"
         if confined.startswith("landlock") or walls.OWN_UID in raised:
             # Walls only while the sandbox cannot write cgroup files: a uid of its own cannot
@@ -240,8 +243,7 @@ class Sandbox:
             self.cgroup = None
         if self.limits is not None:
             self.limits.remove()
-        self.arena = None
-        self.clock = None
+        self.arena = self.clock = None
         if self._memory is not None:
             self._memory.close()  # the sandbox is dead: nothing maps it any more
             self._memory = None

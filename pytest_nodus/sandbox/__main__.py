@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection
 import torch
 
 from pytest_nodus.sandbox import fatbin_removal, guard, harness, outputs, templates, tracebacks
-from pytest_nodus.sandbox.confine import confine, forget_project_root
+from pytest_nodus.sandbox.confine import confine, forget_project_root, limit_tasks
 from pytest_nodus.sandbox.landlock import find_packages
 from pytest_nodus.shared import protocol
 from pytest_nodus.shared.arena import flag_word, go_word, open_shared, output_words
@@ -38,6 +38,7 @@ def _arguments(argv):
     parser.add_argument("--unreadable-library", action="append", default=[])
     parser.add_argument("--unreadable-package", action="append", default=[])
     parser.add_argument("--removed-templates", action="append", default=[])
+    parser.add_argument("--max-tasks", type=int, default=0)
     return parser.parse_args(argv)
 
 
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
 
         triton_interpreter.install()
     marks.append(["arena", time.monotonic()])
-    tripwire, filtered = None, False
+    tripwire, filtered, max_tasks = None, False, None
     if args.role == "submission":
         unreadable = []
         if args.removed_templates and removal_error is None:
@@ -115,6 +116,7 @@ def main(argv=None) -> int:
             except (OSError, RuntimeError) as exc:
                 removal_error = exc  # fail closed, as for fatbins: reported in the hello
         unreadable += find_packages(tuple(args.unreadable_package))
+        max_tasks = limit_tasks(args.max_tasks)
         isolation, readable, filtered = confine(args.scratch, device, tuple(args.unreadable_library), unreadable)
         tripwire = guard.EscapeTripwire(readable)
         forget_project_root()
@@ -139,7 +141,7 @@ def main(argv=None) -> int:
                               send=lambda reply: protocol.send_reply(replies, reply),
                               receive=lambda: protocol.recv_request(requests))
     protocol.send_reply(replies, {"ok": True, "isolation": isolation, "seccomp": filtered, "pid": os.getpid(),
-                                   "removed_fatbins": removed_fatbins})
+                                   "removed_fatbins": removed_fatbins, "max_tasks": max_tasks})
     handlers = serving.handlers()
     while True:
         try:

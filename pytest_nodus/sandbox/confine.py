@@ -11,6 +11,7 @@ then the system calls no kernel needs (:mod:`.seccomp`).
 from __future__ import annotations
 
 import os
+import resource
 import site
 import sys
 import sysconfig
@@ -49,6 +50,20 @@ def confine(scratch: str, device: torch.device, unreadable_libraries=(),
     # /dev/null (Triton's compiler runs with one) for a look outside.
     filtered = seccomp.install()
     return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch} | set(devices)), filtered
+
+
+def limit_tasks(tasks: int) -> int | None:
+    """Hold this process and all it starts to ``tasks`` tasks (processes and threads) of its
+    uid: ``RLIMIT_NPROC``, soft and hard, which no process without ``CAP_SYS_RESOURCE`` can
+    raise. The grader asks for it only where this uid is the sandbox's own and no pids cgroup
+    holds the sandbox (grader/cgroup_limits.py). The limit set, or None."""
+    if tasks <= 0:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
+    except (OSError, ValueError):
+        return None
+    return tasks if os.getuid() != 0 else None  # the kernel does not hold root to it
 
 
 def forget_project_root() -> None:

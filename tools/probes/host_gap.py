@@ -6,7 +6,7 @@ Per fresh-input call (seeds 1..N, as tools/bench_env.py draws them), with Python
 garbage collector on and then off (collected before the spin): the host's time to enqueue
 the call (no sync inside the window) and the CUDA-event time of the call after the grader's
 pre-call spin (what a grade measures). An event time that follows the host time, with host
-time above the spin's ~10 ms, means the GPU waited on the host. ``--cprofile`` says where
+time above the spin's ~4 ms, means the GPU waited on the host. ``--cprofile`` says where
 that host time went.
 """
 

@@ -25,9 +25,9 @@ tree() {  # variant -> a copy of the tree graded by that variant of the grader
     patch "$dir/pytest_nodus/grader/walls.py" '    unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")' \
       '    return (), ()  # the probe'"'"'s variant
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")'
-    patch "$dir/pytest_nodus/grader/cgroup.py" '        home = _home()
+    patch "$dir/pytest_nodus/grader/cgroup.py" '        where = home()
 ' '        return None  # the probe'"'"'s variant
-        home = _home()
+        where = home()
 '
     patch "$dir/pytest_nodus/sandbox/seccomp.py" '    if platform.machine() != "x86_64":' \
       '    if True:  # the probe'"'"'s variant'

@@ -1,6 +1,6 @@
-"""The moe_experts solution's other paths (off by default in its ``_config``: weights loaded
-by TMA descriptors; dW1 and dW3 from one fused launch) grade correct on the CPU, sealed, as
-its default path does: a path a tile sweep may switch on must never give wrong gradients."""
+"""The moe_experts solution's other path (off by default in its ``_config``: weights loaded
+by TMA descriptors) grades correct on the CPU, sealed, as its default path does: a path a
+tile sweep may switch on must never give wrong gradients."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ pytestmark = pytest.mark.grade
 
 SWITCHES = {
     "tma": "dict(base(device), TMA=True)",
-    "weights_pair": "dict(base(device), weights_pair=base(device)['weights'])",
 }
 
 
