@@ -33,6 +33,8 @@ class OutputHeap:
         allocator = torch.cuda.memory.CUDAPluggableAllocator(library, "nodus_heap_alloc", "nodus_heap_free")
         self.pool = torch.cuda.MemPool(allocator.allocator())
         self.device = device
+        # A pool of its own over the same heap: torch lets one pool take one thread's routing.
+        self.autograd_pool = torch.cuda.MemPool(allocator.allocator())
         self.autograd_routed = self._route_autograd_thread()
 
     def allocating(self):
@@ -42,14 +44,14 @@ class OutputHeap:
         return torch.cuda.use_mem_pool(self.pool, self.device)
 
     def _route_autograd_thread(self) -> bool:
-        """Route autograd's CUDA device thread's allocations to the pool, from inside a
+        """Route autograd's CUDA device thread's allocations to the heap, from inside a
         backward that runs on that thread (torch offers no other way to reach it). Its
         allocations outside calls (none: the harness runs no backward) would land there too.
         False where the backward ran on this thread (no device thread to route)."""
         import torch
 
         index = torch.cuda._utils._get_device_index(self.device, optional=True)
-        pool_id, here, ran_on = self.pool.id, threading.get_ident(), []
+        pool_id, here, ran_on = self.autograd_pool.id, threading.get_ident(), []
 
         class _Route(torch.autograd.Function):
             @staticmethod
