@@ -16,8 +16,9 @@ Structure it exploits:
   products per tile pair instead of 5, traded for no contention and deterministic output.
   The 5-product alternative (dQ by relaxed fp32 atomics from the dK/dV kernel, ``FUSED_DQ``)
   was measured 1.19-1.30x slower at every timed size on the H200 (docs/results/attention_backward.md).
-* Tile shapes, warps and stages per head dim by autotuning among a few candidates measured
-  on the H200 (keys: head dim and group size).
+* Tile shapes, warps and stages by autotuning among a few candidates measured on the H200,
+  per head dim, group size, and class of length and window (powers of two): the best dQ
+  tiles of one head dim differ between a 1024 and a 4096 window, and between lengths.
 * The per-element mask only on tiles that need it (diagonal, window edge, document edge);
   interior tiles skip it (on the H200, dK/dV at D = 256: 1.78 ms instead of 2.88 ms).
 """
@@ -74,13 +75,25 @@ def _configs(shapes):
 
 
 def _by_head_dim(small, large):
-    """Prune to the candidates measured best for the head dim's class."""
+    """Prune to the candidates measured best for the head dim's class; on the CPU to the first
+    of them (the interpreter's timings say nothing of the GPU's, and each costs seconds)."""
     def prune(configs, named_args, **kwargs):
         d = kwargs["D"] if "D" in kwargs else named_args["D"]  # constexprs come as keywords
         wanted = small if d <= 128 else large
         kept = [c for c in configs if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages) in wanted]
-        return kept or configs[:1]
+        kept = kept or configs[:1]
+        return kept if named_args["q_ptr"].is_cuda else kept[:1]
     return {"early_config_prune": prune}
+
+
+# The autotuners' key beyond (D, GROUP): the tiles that win depend on how far each row
+# reaches (the window) and how many tiles there are (the length). Powers of two, so that the
+# fuzzed sizes of a grade tune a handful of times, not once each.
+_KEY = ["D", "GROUP", "T_CLASS", "WINDOW_CLASS"]
+
+
+def _classes(t: int, window: int) -> dict:
+    return {"T_CLASS": triton.next_power_of_2(t), "WINDOW_CLASS": triton.next_power_of_2(window) if window > 0 else 0}
 
 
 # (BLOCK_M, BLOCK_N, warps, stages). dK/dV holds a block of keys (BLOCK_N) and streams queries;
@@ -97,7 +110,8 @@ _DQ_LARGE = [(128, 32, 8, 2), (64, 64, 4, 2), (64, 32, 4, 1)]
 
 @triton.jit
 def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_ptr, dv_ptr, dq_acc_ptr, T,
-                window, scale, scale_log2, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
+                window, scale, scale_log2, T_CLASS, WINDOW_CLASS,  # T_CLASS, WINDOW_CLASS: for the autotuners' key
+                HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
                 D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FUSE_DQ: tl.constexpr,
                 MASK_EVERY_TILE: tl.constexpr = False, DQ_TMA: tl.constexpr = False):
     """dK and dV for one block of keys and one KV head. FUSE_DQ also adds each tile's dS K
@@ -154,15 +168,15 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_pt
     tl.store(dv_ptr + kv_offsets, dv.to(tl.bfloat16), mask=col_ok[:, None])
 
 
-_dkdv = triton.autotune(configs=_configs(_DKDV_SMALL + _DKDV_LARGE), key=["D", "GROUP"],
+_dkdv = triton.autotune(configs=_configs(_DKDV_SMALL + _DKDV_LARGE), key=_KEY,
                         prune_configs_by=_by_head_dim(_DKDV_SMALL, _DKDV_LARGE))(_dkdv_tiles)
 
 
-@triton.autotune(configs=_configs(_DQ_SMALL + _DQ_LARGE), key=["D", "GROUP"],
+@triton.autotune(configs=_configs(_DQ_SMALL + _DQ_LARGE), key=_KEY,
                  prune_configs_by=_by_head_dim(_DQ_SMALL, _DQ_LARGE))
 @triton.jit
 def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_ptr, T, window, scale,
-        scale_log2, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
+        scale_log2, T_CLASS, WINDOW_CLASS, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_EVERY_TILE: tl.constexpr = False):
     start_m = tl.program_id(0) * BLOCK_M
     head = tl.program_id(1)
@@ -205,7 +219,7 @@ _FUSED_SMALL = [(64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2), (32, 128, 8, 2)
 _FUSED_LARGE = [(32, 64, 8, 1), (32, 64, 8, 2), (64, 64, 8, 1), (16, 64, 4, 1)]
 
 
-_dkdv_dq = triton.autotune(configs=_configs(_FUSED_SMALL + _FUSED_LARGE), key=["D", "GROUP"],
+_dkdv_dq = triton.autotune(configs=_configs(_FUSED_SMALL + _FUSED_LARGE), key=_KEY,
                            prune_configs_by=_by_head_dim(_FUSED_SMALL, _FUSED_LARGE),
                            reset_to_zero=["dq_acc_ptr"])(_dkdv_tiles)
 
@@ -240,7 +254,7 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     _delta[(triton.cdiv(t, 64), hq)](o, do, delta, t, HQ=hq, D=d, BLOCK=64)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     scale = float(softmax_scale)
-    common = dict(HQ=hq, HKV=hkv, GROUP=hq // hkv, D=d)
+    common = dict(HQ=hq, HKV=hkv, GROUP=hq // hkv, D=d, **_classes(t, int(window)))
     if fused:
         dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         by_tma = DQ_BY_TMA and q.is_cuda

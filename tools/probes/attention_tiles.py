@@ -81,7 +81,7 @@ class Call:
         sol._delta[(triton.cdiv(t, 64), hq)](o, do, self.delta, t, HQ=hq, D=d, BLOCK=64)
         self.dq, self.dk, self.dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         self.dq_acc = torch.zeros(q.shape, dtype=torch.float32, device="cuda")
-        self.common = dict(HQ=hq, HKV=self.hkv, GROUP=hq // self.hkv, D=d)
+        self.common = dict(HQ=hq, HKV=self.hkv, GROUP=hq // self.hkv, D=d, **sol._classes(t, int(window)))
 
     def launch(self, kernel: str, config: dict, every_tile: bool = False, warmup: bool = False):
         q, k, v, o, lse, do, cu, _, window, scale = self.args
