@@ -211,10 +211,12 @@ class SandboxLimits:
                     continue
                 held.add(controller)
             if "memory" in held:
-                for name_, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
-                    # No swap to spill into past the limit; the OOM killer ends the whole sandbox.
-                    if (own_cgroup.path / name_).exists():
-                        (own_cgroup.path / name_).write_text(value)
+                # No swap to spill into past the limit; the OOM killer ends the whole sandbox.
+                for setting, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
+                    try:
+                        (own_cgroup.path / setting).write_text(value)
+                    except OSError:
+                        pass  # no swap accounting on this kernel: nothing to spill into either
         return cls(made, own_cgroup.path if own_cgroup else None, frozenset(held), memory_bytes, tasks)
 
     @property

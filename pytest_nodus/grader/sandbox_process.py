@@ -158,7 +158,7 @@ class Sandbox:
             env["CUDA_VISIBLE_DEVICES"] = ""
         launcher, raised = walls.prefix(uid)
         self.cgroup = SandboxCgroup.create(self.role)
-        self.limits = self.limit_values and SandboxLimits.create(self.role, *self.limit_values, own_cgroup=self.cgroup)
+        self.limits = SandboxLimits.create(self.role, *self.limit_values, own_cgroup=self.cgroup) if self.limit_values else None
         entered = [*(self.cgroup.enter() if self.cgroup else []), *(self.limits.enter() if self.limits else [])]
         command = [*walls.die_with_parent(), *entered, *launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
                    str(rep_w), "--kernel", str(kernel_copy), "--entry-point", self.entry_point,
@@ -203,7 +203,7 @@ class Sandbox:
             self._kill()
             raise SandboxFailure("error", "harness_error", "the sandbox's launcher does not hold exactly one sandbox")
         self.clock.pid, self.clock.cgroup = self.pid, self.cgroup
-        if self.limits:
+        if self.limits is not None:
             self.limits.rlimit_tasks = hello.get("max_tasks") == self.limits.tasks
         confined = str(hello.get("isolation", ""))  # "trusted", or Landlock's "landlock-abiN", or "process"
         if confined.startswith("landlock") or walls.OWN_UID in raised:

@@ -6,8 +6,8 @@ becomes a torch ``MemPool``, set up before the sandbox is confined.
 
 Which threads allocate there: the calling thread, during each call (``allocating``), and
 autograd's CUDA device thread, for good. Autograd runs a CUDA backward on a thread of its
-own, which ``use_mem_pool`` does not route, so a kernel that returns gradients made by
-autograd (the moe_experts expert, torchtitan's way) had every gradient copied into its
+own, which ``use_mem_pool`` does not route. Unrouted, a kernel that returns gradients made
+by autograd (the moe_experts expert, torchtitan's way) would have each copied into its
 receipt inside the timed window: a copy of its whole weight gradients per call that no
 production run makes, charged to whoever uses autograd. Routed, those gradients are read
 where autograd wrote them, as any output made on the calling thread is.
@@ -35,7 +35,7 @@ class OutputHeap:
         self.device = device
         # A pool of its own over the same heap: torch lets one pool take one thread's routing.
         self.autograd_pool = torch.cuda.MemPool(allocator.allocator())
-        self.autograd_routed = self._route_autograd_thread()
+        self._route_autograd_thread()
 
     def allocating(self):
         """Context in which this thread's allocations (on any stream) come from the heap."""
@@ -43,15 +43,14 @@ class OutputHeap:
 
         return torch.cuda.use_mem_pool(self.pool, self.device)
 
-    def _route_autograd_thread(self) -> bool:
+    def _route_autograd_thread(self) -> None:
         """Route autograd's CUDA device thread's allocations to the heap, from inside a
         backward that runs on that thread (torch offers no other way to reach it). Its
-        allocations outside calls (none: the harness runs no backward) would land there too.
-        False where the backward ran on this thread (no device thread to route)."""
+        allocations outside calls (none: the harness runs no backward) would land there too."""
         import torch
 
         index = torch.cuda._utils._get_device_index(self.device, optional=True)
-        pool_id, here, ran_on = self.autograd_pool.id, threading.get_ident(), []
+        pool_id, here = self.autograd_pool.id, threading.get_ident()
 
         class _Route(torch.autograd.Function):
             @staticmethod
@@ -60,15 +59,13 @@ class OutputHeap:
 
             @staticmethod
             def backward(ctx, grad):
-                ran_on.append(threading.get_ident())
-                if ran_on[-1] != here:  # the caller's own thread is routed per call only
+                if threading.get_ident() != here:  # the caller's own thread is routed per call only
                     torch._C._cuda_beginAllocateCurrentThreadToPool(index, pool_id)
                 return grad
 
         leaf = torch.zeros(1, device=self.device, requires_grad=True)
         _Route.apply(leaf).sum().backward()
         torch.cuda.synchronize(self.device)
-        return bool(ran_on) and ran_on[0] != here
 
     def holds(self, tensor) -> bool:
         ptr = tensor.data_ptr()
