@@ -3,13 +3,12 @@
     python3 tools/probes/cgroup_layout.py
 
 grader/cgroup_limits.py holds a sandbox's host memory and tasks with cgroup v1's memory and
-pids controllers; where only cgroup v2 is mounted those controllers can be enabled for a
-child only through its parent's ``cgroup.subtree_control``, which the kernel refuses while
-the parent holds processes (outside the hierarchy's root). This prints what a v2 design has
-to work with: the mounts, the grader's own cgroup, its controllers, whether it holds other
-processes, and whether a child can be made and given the memory and pids controllers. It
-changes nothing it does not undo: the one child it makes is removed, and a subtree_control
-it managed to widen is put back.
+pids controllers, or with v2's, enabled for the children of the grader's own cgroup once
+its processes are moved into a leaf (``nodus-processes``), or tasks by RLIMIT_NPROC. This
+prints what it has to work with: the mounts, the grader's own cgroup (the leaf, once a grade
+ran), its controllers, whether it holds other processes, and whether a child can be made and
+given the memory and pids controllers. It changes nothing it does not undo: the one child it
+makes is removed, and a subtree_control it managed to widen is put back.
 """
 
 from __future__ import annotations
