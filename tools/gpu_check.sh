@@ -29,6 +29,7 @@
 #   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
 #                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
 #   bash tools/gpu_check.sh moe_tma        # moe_experts solution: weights by pointers against by TMA, per size
+#   bash tools/gpu_check.sh rmsnorm_tiles  # rmsnorm solution: wide rows whole against chunked (RMSNORM_CHUNKS), per size
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
 # Several modes run in order: bash tools/gpu_check.sh quick attention
@@ -157,6 +158,18 @@ for MODE in "${@:-quick}"; do
     timeout $left python3 tools/probes/kernel_profile.py moe_experts --sealed sealed_fixtures --reps 3 \
       --only ${MOE_SIZES:-public-0,public-1,public-2,hidden-2} --sweep _config \
       --values "lambda device, base=solution._config: dict(base(device), TMA=True)" 2>&1 | tee "$WORK/moe_tma.txt" ;;
+  rmsnorm_tiles)
+    # Rows of 8192 and more columns (the sizes the solution loses) covered in chunks of
+    # BLOCK_N,warps (32 registers, no spill for sm_90a at each), against the whole-row default.
+    values=""
+    for c in ${RMSNORM_CHUNKS:-"1024,4 2048,4 2048,8 4096,8"}; do
+      IFS=, read b w <<< "$c"
+      values+="lambda n, base=solution._config: dict(base(n), BLOCK_N=$b, CHUNKED=True, num_warps=$w) if n >= 8192 else base(n);"
+    done
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    timeout $left python3 tools/probes/kernel_profile.py rmsnorm --sealed sealed_fixtures --reps 5 \
+      --only ${RMSNORM_SIZES:-public-2,public-3,public-4,hidden-0,hidden-2,hidden-3,hidden-5} --sweep _config \
+      --values "$values" 2>&1 | tee "$WORK/rmsnorm_tiles.txt" ;;
   attention_dq)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \
