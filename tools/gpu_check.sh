@@ -161,8 +161,8 @@ for MODE in "${@:-quick}"; do
   rmsnorm_tiles)
     # Rows of 8192 and more columns (the sizes the solution loses) covered in chunks of
     # BLOCK_N,warps (32 registers, no spill for sm_90a at each), against the whole-row default.
-    values=""
-    for c in ${RMSNORM_CHUNKS:-"1024,4 2048,4 2048,8 4096,8"}; do
+    values="" chunks=${RMSNORM_CHUNKS:-"1024,4 2048,4 2048,8 4096,8"}
+    for c in $chunks; do
       IFS=, read b w <<< "$c"
       values+="lambda n, base=solution._config: dict(base(n), BLOCK_N=$b, CHUNKED=True, num_warps=$w) if n >= 8192 else base(n);"
     done
