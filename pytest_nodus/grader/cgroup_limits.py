@@ -100,10 +100,10 @@ def _v2_controllers() -> frozenset[str]:
         if not missing:
             break
         # The hierarchy's root (no cgroup.type) may hold processes and enable controllers.
-        if (home / "cgroup.type").exists() and not _empty_into_leaf(home):
+        if _read(home / "cgroup.type") and not _empty_into_leaf(home):
             break
         try:
-            (home / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(missing)))
+            _write(home / "cgroup.subtree_control", " ".join(f"+{c}" for c in sorted(missing)))
         except OSError:
             time.sleep(0.01)
     return frozenset(set(_read(home / "cgroup.subtree_control").split()) & granted)
@@ -122,7 +122,7 @@ def _empty_into_leaf(home: Path) -> bool:
             return True
         for pid in pids:
             try:
-                (leaf / "cgroup.procs").write_text(pid)
+                _write(leaf / "cgroup.procs", pid)
             except OSError:
                 pass  # gone meanwhile, or a kernel thread: the next look says
     return not _read(home / "cgroup.procs").split()
@@ -133,6 +133,10 @@ def _read(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
 
 
 def _kill_all(directory: Path) -> None:
