@@ -266,11 +266,8 @@ class SandboxLimits:
 
 
 def _counter_in(path: Path, key: str) -> int:
-    try:
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
-                return int(value)
-    except (OSError, ValueError):
-        return 0
+    for line in _read(path).splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value) if value.strip().isdigit() else 0
     return 0
