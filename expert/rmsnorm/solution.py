@@ -10,8 +10,8 @@ cover a row, chosen per width by ``_config``:
 * chunked (``CHUNKED``): one row per program, BLOCK_N columns at a time, in two passes: the
   sum of squares, then the scaled store, the row read again from L2 (the first pass asks
   L2 to keep it). A program then holds a chunk, not a row, so many more rows are in flight
-  per SM than a 16-warp whole-row program allows; it is off until a sweep on the H200
-  finds it faster for wide rows (``bash tools/gpu_check.sh rmsnorm_tiles``).
+  per SM than a 16-warp whole-row program allows. Rows of 8192 and more take it (``bash
+  tools/gpu_check.sh rmsnorm_tiles`` times both ways per size).
 """
 
 import torch
@@ -21,15 +21,28 @@ import triton.language as tl
 
 def _config(n: int) -> dict:
     """The launch for rows of n elements."""
+    if n >= 8192:
+        # Wide rows in chunks: 16 warps, 8 columns (one 16 B load) per thread per chunk; a
+        # program holds a chunk, not a row, so more rows are in flight per SM.
+        return dict(ROWS=1, BLOCK_N=4096, CHUNKED=True, num_warps=16)
     block_n = triton.next_power_of_2(n)
     rows = max(1, min(16, 4096 // block_n))  # ~4K elements per program for narrow rows
     num_warps = 4 if block_n * rows <= 2048 else 8 if block_n * rows <= 8192 else 16
     return dict(ROWS=rows, BLOCK_N=block_n, CHUNKED=False, num_warps=num_warps)
 
 
+def _alignment(n: int) -> int:
+    """The largest power of two, up to 8, that divides n. The kernel takes n as n / ALIGN
+    units of ALIGN: Triton knows of an integer argument only whether 16 divides it, and
+    without knowing that 8 divides a row's length it can neither start rows on 16 B nor
+    mask 8 columns at once, so rows of 11000 would move two bytes per instruction."""
+    return min(8, n & -n)
+
+
 @triton.jit
-def _rmsnorm_rows(x_ptr, w_ptr, y_ptr, M, N, eps, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-                  CHUNKED: tl.constexpr):
+def _rmsnorm_rows(x_ptr, w_ptr, y_ptr, M, N_UNITS, eps, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+                  CHUNKED: tl.constexpr, ALIGN: tl.constexpr):
+    N = N_UNITS * ALIGN
     if CHUNKED:
         base = tl.program_id(0).to(tl.int64) * N
         squares = tl.zeros([BLOCK_N], tl.float32)
@@ -61,6 +74,7 @@ def kernel(x, weight, eps):
     y = torch.empty_like(x)
     cfg = _config(n)
     rows = 1 if cfg["CHUNKED"] else cfg["ROWS"]
-    _rmsnorm_rows[(triton.cdiv(m, rows),)](x, weight, y, m, n, eps, ROWS=rows, BLOCK_N=cfg["BLOCK_N"],
-                                           CHUNKED=cfg["CHUNKED"], num_warps=cfg["num_warps"])
+    align = _alignment(n)
+    _rmsnorm_rows[(triton.cdiv(m, rows),)](x, weight, y, m, n // align, eps, ROWS=rows, BLOCK_N=cfg["BLOCK_N"],
+                                           CHUNKED=cfg["CHUNKED"], ALIGN=align, num_warps=cfg["num_warps"])
     return y
