@@ -33,7 +33,8 @@ def _config(device: torch.device) -> dict:
     """Tiles per kernel. BLOCK_M is every route-tile kernel's (it cuts the tile table); the
     weight gradients tile their own (F, D) outputs and step over routes. ``TMA`` (weights by
     tensor descriptors) stays off unless a sweep on the H200 finds it faster
-    (docs/results/moe_experts.md)."""
+    (docs/results/moe_experts.md); ``HEAVY_FIRST`` (default on) launches the weight-gradient
+    tiles of the experts with the most routes first."""
     if device.type == "cuda":
         # The fastest of the tiles tried per kernel (docs/results/moe_experts.md). _up keeps
         # two 128 x 128 accumulators (W1's and W3's) over the same x loads; da's epilogue
@@ -188,12 +189,13 @@ def _combine(o, dx_route, dy, weights, route_pos, y, dx, dweights, D, K: tl.cons
 
 
 @triton.jit
-def _weights(a, a_token, b, b_token, dw, expert_start, expert_end, N1, N2,
+def _weights(a, a_token, b, b_token, dw, expert_start, expert_end, expert_order, N1, N2,
              GATHER_A: tl.constexpr, GATHER_B: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """dw[e][n1, n2] = sum over expert e's routes r of A[r, n1] B[r, n2]. GATHER_A: A's row r is
-    a[token[r]] (dy); GATHER_B: B's row r is b[token[r]] (x)."""
-    e = tl.program_id(2)
+    a[token[r]] (dy); GATHER_B: B's row r is b[token[r]] (x). The grid's slow axis walks the
+    experts in ``expert_order``."""
+    e = tl.load(expert_order + tl.program_id(2))
     start = tl.load(expert_start + e)
     end = tl.load(expert_end + e)
     m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -239,8 +241,12 @@ def _routes(topk_ids: torch.Tensor, experts: int, block_m: int):
     row0 = torch.where(tile < tile_ends[-1], row0, ends[expert])  # past the last tile: empty
     position = torch.empty_like(order)
     position[order] = torch.arange(order.numel(), device=flat.device)
+    # Heaviest experts first: a weight-gradient tile's work is its expert's route count, and
+    # skewed routing gives one expert up to T routes against T K / E on average (16x at
+    # E=128, K=8). Launched last, that expert's tiles would run alone after every other.
+    heavy_first = torch.argsort(counts, descending=True, stable=True)
     return (order, (order // k).to(torch.int32), position.to(torch.int32), starts.to(torch.int32),
-            ends.to(torch.int32), expert.to(torch.int32), row0.to(torch.int32))
+            ends.to(torch.int32), expert.to(torch.int32), row0.to(torch.int32), heavy_first.to(torch.int32))
 
 
 def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
@@ -249,7 +255,9 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     experts, f, _ = w1.shape
     cfg = _config(x.device)
     bm = cfg["BLOCK_M"]
-    order, token, position, starts, ends, tile_expert, tile_row0 = _routes(topk_ids, experts, bm)
+    order, token, position, starts, ends, tile_expert, tile_row0, heavy_first = _routes(topk_ids, experts, bm)
+    if not cfg.get("HEAVY_FIRST", True):
+        heavy_first = torch.arange(experts, dtype=torch.int32, device=x.device)
     weight = topk_weights.reshape(-1)[order].float().contiguous()
     routes = t * k
     tiles = tile_expert.numel()
@@ -291,7 +299,7 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     def per_expert(a, a_token, b, b_token, dw, n1, n2, **gather):
         # The expert on the grid's slow axis: its routes' rows stay in L2 while its tiles run.
         grid = (triton.cdiv(n2, wt["BLOCK_N"]), triton.cdiv(n1, wt["BLOCK_M"]), experts)
-        _weights[grid](a, a_token, b, b_token, dw, starts, ends, n1, n2, **gather, **wt)
+        _weights[grid](a, a_token, b, b_token, dw, starts, ends, heavy_first, n1, n2, **gather, **wt)
 
     per_expert(dh1, token, x, token, dw1, f, d, GATHER_A=False, GATHER_B=True)
     per_expert(dh3, token, x, token, dw3, f, d, GATHER_A=False, GATHER_B=True)
