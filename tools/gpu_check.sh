@@ -11,6 +11,7 @@
 #   bash tools/gpu_check.sh attention_solution  # attention: the solution x3 alone
 #   bash tools/gpu_check.sh prefill      # chunked_prefill: expert as submission, solution x3, starting kernel, cheats
 #   bash tools/gpu_check.sh prefill_expert  # chunked_prefill: the cuDNN expert as a trusted submission alone
+#   bash tools/gpu_check.sh prefill_cheats  # chunked_prefill: its cheats alone
 #   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, solution x3, starting kernel, cheats;
 #                                        # moe_expert, moe_solution (with the starting kernel), moe_cheats: one part
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
@@ -28,8 +29,9 @@
 #                                        # timed per sealed size (PREFILL_SIZES), outside the grader
 #   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
 #                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
-#   bash tools/gpu_check.sh moe_tma        # moe_experts solution: weights by pointers against by TMA, per size
-#   bash tools/gpu_check.sh rmsnorm_tiles  # rmsnorm solution: wide rows whole against chunked (RMSNORM_CHUNKS), per size
+#   bash tools/gpu_check.sh moe_tma        # moe_experts solution: weights by pointers against by TMA, per size;
+#                                        # MOE_VALUES="EXPR;EXPR" sweeps other _config candidates
+#   bash tools/gpu_check.sh rmsnorm_tiles  # rmsnorm solution: wide rows whole against chunked (RMSNORM_CHUNKS="BLOCK_N,warps[,from N] ..."), per size
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
 # Several modes run in order: bash tools/gpu_check.sh quick attention
@@ -157,14 +159,15 @@ for MODE in "${@:-quick}"; do
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/kernel_profile.py moe_experts --sealed sealed_fixtures --reps 3 \
       --only ${MOE_SIZES:-public-0,public-1,public-2,hidden-2} --sweep _config \
-      --values "lambda device, base=solution._config: dict(base(device), TMA=True)" 2>&1 | tee "$WORK/moe_tma.txt" ;;
+      --values "${MOE_VALUES:-lambda device, base=solution._config: dict(base(device), TMA=True)}" 2>&1 |
+      tee "$WORK/moe_tma.txt" ;;
   rmsnorm_tiles)
-    # Rows of 8192 and more columns (the sizes the solution loses) covered in chunks of
-    # BLOCK_N,warps (32 registers, no spill for sm_90a at each), against the whole-row default.
-    values="" chunks=${RMSNORM_CHUNKS:-"1024,4 2048,4 2048,8 4096,8"}
+    # Rows of 8192 and more columns (the sizes the solution loses; each candidate's third
+    # field lowers that) covered in chunks of BLOCK_N,warps, against the whole-row default.
+    values="" chunks=${RMSNORM_CHUNKS:-"1024,16 2048,16 4096,16 2048,8 2048,16,4096"}
     for c in $chunks; do
-      IFS=, read b w <<< "$c"
-      values+="lambda n, base=solution._config: dict(base(n), BLOCK_N=$b, CHUNKED=True, num_warps=$w) if n >= 8192 else base(n);"
+      IFS=, read b w from <<< "$c"
+      values+="lambda n, base=solution._config: dict(base(n), BLOCK_N=$b, CHUNKED=True, num_warps=$w) if n >= ${from:-8192} else base(n);"
     done
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/kernel_profile.py rmsnorm --sealed sealed_fixtures --reps 5 \
@@ -200,13 +203,15 @@ for MODE in "${@:-quick}"; do
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")
     grade rmsnorm solution_xdist expert/rmsnorm/solution.py $SEALED --nodus-reruns=2 -n $workers ;;
-  prefill|prefill_expert)
+  prefill|prefill_expert|prefill_cheats)
     # chunked_prefill: the expert as a trusted submission (cuDNN graded against itself), the
-    # solution x3, the starting kernel, then its cheats.
-    grade chunked_prefill prefill_expert_as_submission expert/chunked_prefill/expert_cuda.py $SEALED --nodus-trusted
-    [ "$MODE" = prefill_expert ] && continue
-    grade chunked_prefill prefill_solution expert/chunked_prefill/solution.py $SEALED --nodus-reruns=3
-    grade chunked_prefill prefill_starting_kernel env_suites/chunked_prefill/starting_kernel.py $SEALED
+    # solution x3, the starting kernel, then its cheats (prefill_cheats: the cheats alone).
+    if [ "$MODE" != prefill_cheats ]; then
+      grade chunked_prefill prefill_expert_as_submission expert/chunked_prefill/expert_cuda.py $SEALED --nodus-trusted
+      [ "$MODE" = prefill_expert ] && continue
+      grade chunked_prefill prefill_solution expert/chunked_prefill/solution.py $SEALED --nodus-reruns=3
+      grade chunked_prefill prefill_starting_kernel env_suites/chunked_prefill/starting_kernel.py $SEALED
+    fi
     ls tests/cheats/chunked_prefill/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
       'grade chunked_prefill cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
   moe|moe_expert|moe_solution|moe_cheats)
