@@ -4,10 +4,10 @@ Inputs (``make_inputs``): B sequences, each with a chunk of new tokens (``len_q(
 into ``q`` by ``cu_seqlens_q``) at the end of ``cache_seqlens[b]`` cached tokens (the chunk's
 own K/V already written). One sequence is the long prefill: its chunk takes most of the
 size's Q tokens and ends at the size's longest context L. The others are short chunks
-(1 token or more: decode-like), each over a context drawn up to L, and a quarter of them
-whole prompts (no cached prefix). The cache is paged: ``k_cache``/``v_cache`` are
-``[num_pages, Hkv, page, D]``, pages are handed out in a random physical order, some pages
-belong to no sequence, and every slot a sequence does not own (unowned pages, the tail of
+(a quarter of them, and at least one where there are two, a single token: decode-like),
+each over a context drawn up to L, and a quarter of them whole prompts (no cached
+prefix). The cache is paged: ``k_cache``/``v_cache`` are ``[num_pages, Hkv, page, D]``,
+pages are handed out in a random physical order, some pages belong to no sequence, and every slot a sequence does not own (unowned pages, the tail of
 its last page, table entries past its last page) holds garbage: large finite values, so a
 kernel that reads one gets a wrong answer (never NaN: a correct kernel that multiplies a
 masked V row by a zero probability must stay finite).
@@ -28,15 +28,25 @@ BUDGET_BYTES = 1 << 30
 GARBAGE_SCALE = 30.0  # |garbage| ~ 30 against unit-variance keys: it dominates any softmax it enters
 WHOLE_PROMPT_SHARE = 0.25  # of the short chunks: no cached prefix
 SHORT_SHARE = 0.25  # the short chunks together take at most this share of Q
+# Of the short chunks, this share are one token (decode-like), and at least one whenever
+# there are two short chunks or more: drawn uniformly from 1 to ~300 tokens, a batch of 8
+# would hold a one-token chunk in ~2% of calls, and a kernel that skips them would pass.
+DECODE_SHARE = 0.25
 
 
 def chunk_lengths(q_tokens: int, sequences: int, generator: torch.Generator) -> list[int]:
     """``sequences`` non-empty chunks summing to ``q_tokens``: the first (before shuffling)
-    is the long prefill, the others short, each at most SHORT_SHARE * Q / (B - 1)."""
+    is the long prefill, the others short, each at most SHORT_SHARE * Q / (B - 1), a share
+    of them a single token."""
     if sequences == 1:
         return [q_tokens]
+    g = {"generator": generator, "device": generator.device}
     longest_short = _longest_short(q_tokens, sequences)
-    shorts = torch.randint(1, longest_short + 1, (sequences - 1,), generator=generator, device=generator.device)
+    shorts = torch.randint(1, longest_short + 1, (sequences - 1,), **g)
+    decode = torch.rand(sequences - 1, **g) < DECODE_SHARE
+    if sequences > 2:
+        decode[int(torch.randint(0, sequences - 1, (), **g))] = True
+    shorts = torch.where(decode, torch.ones_like(shorts), shorts)
     return [q_tokens - int(shorts.sum()), *shorts.tolist()]
 
 
