@@ -6,24 +6,33 @@ torch as readable files (``torch/_inductor/kernel/flex/templates/*.py.jinja``). 
 Landlock on a library nor kernel removal (``sandbox/fatbin_removal.py``) touches them, and the audit that would
 name the generated kernels is the submission's own report.
 
-So the sandbox, before confinement and before the submission is imported, imports
-inductor's kernel modules with ``load_template`` answering a stub for the removed
-directories: the templates are built from the stub and the real text never enters the
-process (nothing to find in its memory afterwards). Then Landlock makes those directories
-unreadable. A FlexAttention call then has no kernel to generate; what inductor does instead
-(an error, or its unfused fallback, which is plain torch ops) is no library kernel.
+The wall is Landlock: the sandbox makes those directories unreadable before the submission
+is imported, so the real text can never enter the process. What this module adds is that an
+honest ``torch.compile`` user still works: inductor reads every template through
+``load_template`` when its kernel modules are first imported, and a read refused there
+would break every compile, not only FlexAttention's. So, before confinement, the sandbox
+arranges that ``load_template`` answers a stub for the removed directories from the moment
+``torch._inductor.utils`` is imported (a hook on that import; now, if it already is). A
+FlexAttention call then has no kernel to generate; what inductor does instead (an error, or
+its unfused fallback, which is plain torch ops) is no library kernel. A submission that takes
+the hook away gets the refused read, never the templates.
 
-Inductor is imported in every such sandbox whether the submission uses it or not: about
-2 s on the CI machine. A submission that carries its own copy of a template is writing its
-own kernel as far as any run-time check can tell.
+The hook defers inductor's import to the submission that uses it: importing inductor's
+kernel modules at start-up cost every sandbox ~2 s (1.8 s measured on the 2-core CI
+machine). A submission that carries its own copy of a template is writing its own kernel
+as far as any run-time check can tell.
 """
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import sys
 from pathlib import Path
 
 # Renders to no kernel. A comment, not an empty string: the sources are concatenations of
 # several templates, and a jinja comment keeps each piece valid on its own.
 STUB = "{# removed by pytest-nodus: this environment forbids the kernels of this template #}\n"
+UTILS = "torch._inductor.utils"  # defines load_template; every kernel module imports it first
 
 
 def inductor_root() -> Path:
@@ -33,36 +42,68 @@ def inductor_root() -> Path:
 
 
 def stub_out(directories: tuple[str, ...]) -> list[str]:
-    """Import inductor's kernel modules with the templates under ``directories`` (relative
-    to ``torch/_inductor``) replaced by :data:`STUB`. Returns the directories' real paths,
-    for Landlock to make unreadable. Must run before anything imports those modules."""
-    import sys
-
+    """Make inductor's ``load_template`` answer :data:`STUB` for the templates under
+    ``directories`` (relative to ``torch/_inductor``), from inductor's first import on.
+    Returns the directories' real paths, for Landlock to make unreadable. Must run before
+    anything imports inductor's kernel modules."""
     root = inductor_root()
     removed = {(root / d).resolve() for d in directories}
     missing = [str(d) for d in removed if not d.is_dir()]
     if missing:
         # A torch whose templates moved would otherwise keep them silently.
         raise FileNotFoundError(f"no inductor template directory {missing}")
+    empty = [str(d) for d in removed if not any(d.glob("*.jinja"))]
+    if empty:
+        # Nothing to stub: a directory named wrongly, reported as removed, would be a lie.
+        raise RuntimeError(f"no template in {empty}")
     already = [name for name in sys.modules if name.startswith("torch._inductor.kernel")]
     if already:
         raise RuntimeError(f"inductor's kernel modules are already imported ({already[:3]}): too late to stub")
-    import torch._inductor.utils as inductor_utils
 
-    original = inductor_utils.load_template
-    stubbed = []
+    def patch(utils) -> None:
+        original = utils.load_template
 
-    def load_template(name: str, template_dir: Path) -> str:
-        if Path(template_dir).resolve() in removed:
-            stubbed.append(name)
-            return STUB
-        return original(name, template_dir)
+        def load_template(name: str, template_dir: Path) -> str:
+            if Path(template_dir).resolve() in removed:
+                return STUB
+            return original(name, template_dir)
 
-    inductor_utils.load_template = load_template
-    import torch._inductor.kernel  # noqa: F401  builds every template now, the removed ones from the stub
+        utils.load_template = load_template
 
-    if not stubbed:
-        # A torch that reads these templates some other way would have them in memory now,
-        # real, while the files look removed: refuse rather than pretend.
-        raise RuntimeError(f"inductor loaded no template from {sorted(map(str, removed))} through load_template")
+    if UTILS in sys.modules:
+        patch(sys.modules[UTILS])
+    else:
+        sys.meta_path.insert(0, _AfterImport(UTILS, patch))
     return sorted(str(d) for d in removed)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``then(module)`` right after the module ``name`` executes, before any importer
+    of it sees it."""
+
+    def __init__(self, name: str, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _ThenLoader(spec.loader, self.then)
+        return spec
+
+
+class _ThenLoader(importlib.abc.Loader):
+    def __init__(self, loader, then):
+        self._loader, self._then = loader, then
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._loader.exec_module(module)
+        self._then(module)
+
+    def __getattr__(self, name):  # get_source, get_filename, ...: inspect and linecache use them
+        return getattr(self._loader, name)
