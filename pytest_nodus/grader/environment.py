@@ -123,6 +123,17 @@ class SizeDomain:
                 return False
         return self.constraint(dims)
 
+    def corners(self) -> list[Dims]:
+        """Every combination of each dim's smallest and largest value, the joint constraint
+        ignored: where a tensor's size only grows or only shrinks with each dim, its largest
+        over the domain is at one of them (an upper bound, since a corner may lie outside)."""
+        ends = [(name, (dim.low, dim.high) if isinstance(dim, IntRange) else (min(dim.values), max(dim.values)))
+                for name, dim in self.dims.items()]
+        out = [{}]
+        for name, values in ends:
+            out = [{**corner, name: v} for corner in out for v in dict.fromkeys(values)]
+        return out
+
 
 @dataclass(frozen=True)
 class Size:

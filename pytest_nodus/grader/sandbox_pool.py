@@ -19,6 +19,10 @@ from pytest_nodus.grader.processes import adopt_orphans, stray_processes
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 from pytest_nodus.shared.arena import ALIGN
 
+# Up to this much per call, an arena is sized for every size the fuzz could draw: the CPU
+# domains' largest calls take 0.1-3.4 MiB; a GPU domain's run to GBs and keep the planned size.
+FUZZ_ROOM_BYTES = 64 << 20
+
 
 def submission_roles(count: int) -> list[str]:
     """The roles of ``count`` submissions: ``submission`` alone, or one per attempt of a batch."""
@@ -42,6 +46,7 @@ class SandboxPool:
         self.yardsticks: dict[str, Path] = {}
         self._sandboxes: dict[tuple[str, str], Sandbox] = {}
         self._placers: dict[tuple[str, str], inputs.ArenaPlacer] = {}  # one per sandbox, over its arena
+        self._drawn: dict[str, int] = {}  # env name -> bytes of the largest call its domain allows
         self._load_failures: dict[tuple[str, str], SandboxFailure] = {}
         self._launched: dict[tuple[str, str], Sandbox] = {}  # spawned by launch(), not yet waited for
         self._fatbins: dict[str, dict] = {}  # environment name -> fatbins removed from submissions
@@ -65,9 +70,16 @@ class SandboxPool:
         stray_processes([])  # whatever a sandbox detached and no later call found: nothing outlives the grade
 
     def _arena_capacity(self, env: Environment, dims) -> int:
-        """Room for two calls of the largest planned size (public and hidden) or of ``dims``."""
+        """Room for two calls of the largest planned size (public and hidden) or of ``dims``,
+        and of the largest size Hypothesis could draw where that is small (CPU domains): a
+        fuzzed size past the arena restarts every sandbox, a third of a CPU grade's wall."""
         planned = [*self.planned_dims.get(env.name, ()), dims]
         largest = max(env.contract.call_bytes(d) for d in planned)
+        if env.name not in self._drawn:  # asked at every call: the domain's corners once
+            corners = env.profile(self.device.kind).domain.corners() if self.device.kind in env.profiles else []
+            self._drawn[env.name] = max((env.contract.call_bytes(d) for d in corners), default=0)
+        if self._drawn[env.name] <= FUZZ_ROOM_BYTES:
+            largest = max(largest, self._drawn[env.name])
         tensors = len(env.contract.tensor_inputs) + len(env.contract.outputs)
         return 2 * (largest + (tensors + 1) * ALIGN)
 
