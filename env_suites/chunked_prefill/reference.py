@@ -1,16 +1,17 @@
 """The paged KV cache of chunked prefill, and its fp32 reference.
 
 Inputs (``make_inputs``): B sequences, each with a chunk of new tokens (``len_q(b)``, packed
-into ``q`` by ``cu_seqlens_q``) at the end of ``cache_seqlens[b]`` cached tokens (the chunk's
-own K/V already written). One sequence is the long prefill: its chunk takes most of the
-size's Q tokens and ends at the size's longest context L. The others are short chunks
-(a quarter of them, and at least one where there are two, a single token: decode-like),
-each over a context drawn up to L, and a quarter of them whole prompts (no cached
-prefix). The cache is paged: ``k_cache``/``v_cache`` are ``[num_pages, Hkv, page, D]``,
-pages are handed out in a random physical order, some pages belong to no sequence, and every slot a sequence does not own (unowned pages, the tail of
-its last page, table entries past its last page) holds garbage: large finite values, so a
-kernel that reads one gets a wrong answer (never NaN: a correct kernel that multiplies a
-masked V row by a zero probability must stay finite).
+into ``q`` by ``cu_seqlens_q``) at the end of ``cache_seqlens[b]`` cached tokens (the
+chunk's own K/V already written). One sequence is the long prefill: its chunk takes most of
+the size's Q tokens and ends at the size's longest context L. The others are short chunks
+(a quarter of them, and at least one wherever there are two or more, a single token:
+decode-like), each over a context drawn up to L, and a quarter of them whole prompts (no
+cached prefix). The cache is paged: ``k_cache``/``v_cache`` are ``[num_pages, Hkv, page, D]``,
+pages are handed out in a random physical order, some pages belong to no sequence, and every
+slot a sequence does not own (unowned pages, the tail of its last page, table entries past
+its last page) holds garbage: large finite values, so a kernel that reads one gets a wrong
+answer (never NaN: a correct kernel that multiplies a masked V row by a zero probability
+must stay finite).
 
 Reference (``attention``): per sequence, its keys gathered from the pages in fp32; per
 chunk of query rows, the scores of each KV head's query-head group against the keys they

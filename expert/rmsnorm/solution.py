@@ -36,7 +36,7 @@ def _alignment(n: int) -> int:
     units of ALIGN: Triton knows of an integer argument only whether 16 divides it, and
     without knowing that 8 divides a row's length it can neither start rows on 16 B nor
     mask 8 columns at once, so rows of 11000 would move two bytes per instruction."""
-    return min(8, n & -n)
+    return max(1, min(8, n & -n))
 
 
 @triton.jit
