@@ -57,6 +57,28 @@ def call(env, module, fresh: dict):
     return [result] if isinstance(result, torch.Tensor) else list(result)
 
 
+def labelled_sizes(env, sealed: Path | None) -> dict:
+    """{"public-0": dims, ..., "hidden-0": dims, ...}: the GPU sizes, hidden ones with ``sealed``."""
+    sizes = {f"public-{i}": d for i, d in enumerate(env.profile("cuda").sizes)}
+    if sealed:
+        sizes.update({f"hidden-{i}": d for i, d in enumerate(load_hidden_sizes(sealed, env, "cuda"))})
+    return sizes
+
+
+def window_ms(fn, flush: torch.Tensor):
+    """(ms, fn's result): fn timed by CUDA events with L2 flushed and the grader's spin first,
+    so the host's launches queue behind the spin and only the GPU's work is in the window."""
+    torch.cuda.synchronize()
+    flush.zero_()
+    torch.cuda._sleep(SPIN_CYCLES)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    result = fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end), result
+
+
 def time_size(env, modules: dict, dims, reps: int, flush: torch.Tensor, seed: int, device,
               expected_from=None) -> dict:
     """{kernel: (median ms, worst error against the expert / tolerance, fastest ms, slowest ms)}.
@@ -80,15 +102,8 @@ def time_size(env, modules: dict, dims, reps: int, flush: torch.Tensor, seed: in
             for rep in range(reps):
                 fresh = nodus_inputs.make_inputs(env, dims, seed + 1 + rep, torch.device("cuda"))
                 with devices.exclusive(device):
-                    torch.cuda.synchronize()
-                    flush.zero_()
-                    torch.cuda._sleep(SPIN_CYCLES)
-                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    outputs = call(env, module, fresh)
-                    end.record()
-                    torch.cuda.synchronize()
-                times.append(start.elapsed_time(end))
+                    ms, outputs = window_ms(lambda: call(env, module, fresh), flush)
+                times.append(ms)
                 del outputs, fresh
             results[name] = (statistics.median(times), worst, min(times), max(times))
         except Exception as exc:  # noqa: BLE001  one broken kernel must not hide the others' figures

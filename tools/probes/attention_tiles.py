@@ -34,10 +34,11 @@ import triton
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
+import bench_env  # noqa: E402
 from env_suites.attention_backward.environment import ENVIRONMENT as ENV  # noqa: E402
 from pytest_nodus.grader import inputs as nodus_inputs  # noqa: E402
-from pytest_nodus.grader.clock import SPIN_CYCLES  # noqa: E402  the grader's own pre-call GPU spin
 from pytest_nodus.grader.environment import load_hidden_sizes  # noqa: E402
 
 BLOCKS = {  # (BLOCK_M, BLOCK_N) candidates per kernel and head-dim class
@@ -127,22 +128,9 @@ def _compile(task) -> str | None:
 
 
 def timed(fn, reps: int, flush: torch.Tensor) -> float:
-    """Median ms of ``fn``'s GPU work. The grader's spin runs first so the host's launches
-    queue behind it: without it the window also holds the host's launch time, which the
-    grade never counts (without it this probe read cuDNN 0.2-0.45 ms slower per call than
-    the grade did, docs/results/attention_backward.md)."""
+    """Median ms of ``fn``'s GPU work, timed as the grader's window is (bench_env.window_ms)."""
     fn()
-    times = []
-    for _ in range(reps):
-        flush.zero_()
-        torch.cuda._sleep(SPIN_CYCLES)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return statistics.median(bench_env.window_ms(fn, flush)[0] for _ in range(reps))
 
 
 def main() -> int:

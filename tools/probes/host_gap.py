@@ -30,7 +30,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 import bench_env  # noqa: E402
 from pytest_nodus.grader import inputs as nodus_inputs  # noqa: E402
 from pytest_nodus.grader.clock import SPIN_CYCLES  # noqa: E402
-from pytest_nodus.grader.environment import load_hidden_sizes  # noqa: E402
 
 
 def one_call(env, module, fresh, flush, gc_off: bool, profiler) -> tuple[float, float]:
@@ -69,9 +68,7 @@ def main() -> int:
     args = parser.parse_args()
     env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
     profile = env.profile("cuda")
-    sizes = {f"public-{i}": d for i, d in enumerate(profile.sizes)}
-    if args.sealed:
-        sizes.update({f"hidden-{i}": d for i, d in enumerate(load_hidden_sizes(args.sealed, env, "cuda"))})
+    sizes = bench_env.labelled_sizes(env, args.sealed)
     dims = sizes[args.label]
     known = bench_env.kernel_files(args.env, profile)
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")

@@ -27,7 +27,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 import bench_env  # noqa: E402
 from pytest_nodus.grader import devices  # noqa: E402
 from pytest_nodus.grader import inputs as nodus_inputs  # noqa: E402
-from pytest_nodus.grader.environment import load_hidden_sizes  # noqa: E402
 
 TOP = 12
 
@@ -68,9 +67,7 @@ def main() -> int:
     prof_ = env.profile("cuda")
     known = bench_env.kernel_files(args.env, prof_)
     modules = {n: bench_env.load(n, known[n]) for n in args.kernels.split(",")}
-    sizes = {f"public-{i}": d for i, d in enumerate(prof_.sizes)}
-    if args.sealed:
-        sizes.update({f"hidden-{i}": d for i, d in enumerate(load_hidden_sizes(args.sealed, env, "cuda"))})
+    sizes = bench_env.labelled_sizes(env, args.sealed)
     device = devices.choose("cuda")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     for label in args.only.split(","):

@@ -26,7 +26,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_env  # noqa: E402
 from pytest_nodus.grader import inputs as nodus_inputs  # noqa: E402
-from pytest_nodus.grader.environment import load_hidden_sizes  # noqa: E402
 
 
 def launches(env, module, fresh) -> list[dict]:
@@ -52,9 +51,7 @@ def main() -> int:
     profile = env.profile("cuda")
     known = bench_env.kernel_files(args.env, profile)
     modules = {n: bench_env.load(n, known[n]) for n in args.kernels.split(",")}
-    sizes = {f"public-{i}": d for i, d in enumerate(profile.sizes)}
-    if args.sealed:
-        sizes.update({f"hidden-{i}": d for i, d in enumerate(load_hidden_sizes(args.sealed, env, "cuda"))})
+    sizes = bench_env.labelled_sizes(env, args.sealed)
     for label in args.only.split(","):
         print(f"{label} {sizes[label]}", flush=True)
         fresh = nodus_inputs.make_inputs(env, sizes[label], 11, torch.device("cuda"))
