@@ -162,8 +162,8 @@ for MODE in "${@:-quick}"; do
       --values "${MOE_VALUES:-lambda device, base=solution._config: dict(base(device), TMA=True)}" 2>&1 |
       tee "$WORK/moe_tma.txt" ;;
   rmsnorm_tiles)
-    # Rows of 8192 and more columns (the sizes the solution loses; each candidate's third
-    # field lowers that) covered in chunks of BLOCK_N,warps, against the whole-row default.
+    # Rows of 8192 and more columns (a candidate's third field sets another threshold)
+    # covered in chunks of BLOCK_N,warps, against the solution as it is.
     values="" chunks=${RMSNORM_CHUNKS:-"1024,16 2048,16 4096,16 2048,8 2048,16,4096"}
     for c in $chunks; do
       IFS=, read b w from <<< "$c"

@@ -30,8 +30,8 @@ GARBAGE_SCALE = 30.0  # |garbage| ~ 30 against unit-variance keys: it dominates 
 WHOLE_PROMPT_SHARE = 0.25  # of the short chunks: no cached prefix
 SHORT_SHARE = 0.25  # the short chunks together take at most this share of Q
 # Of the short chunks, this share are one token (decode-like), and at least one whenever
-# there are two short chunks or more: drawn uniformly from 1 to ~300 tokens, a batch of 8
-# would hold a one-token chunk in ~2% of calls, and a kernel that skips them would pass.
+# there are two short chunks or more: every call must test the decode path. Drawn only
+# uniformly from 1 to ~300 tokens (B = 8), a batch holds a one-token chunk ~2% of the time.
 DECODE_SHARE = 0.25
 
 

@@ -241,12 +241,8 @@ def _routes(topk_ids: torch.Tensor, experts: int, block_m: int):
     row0 = torch.where(tile < tile_ends[-1], row0, ends[expert])  # past the last tile: empty
     position = torch.empty_like(order)
     position[order] = torch.arange(order.numel(), device=flat.device)
-    # Heaviest experts first: a weight-gradient tile's work is its expert's route count, and
-    # skewed routing gives one expert up to T routes against T K / E on average (16x at
-    # E=128, K=8). Launched last, that expert's tiles would run alone after every other.
-    heavy_first = torch.argsort(counts, descending=True, stable=True)
     return (order, (order // k).to(torch.int32), position.to(torch.int32), starts.to(torch.int32),
-            ends.to(torch.int32), expert.to(torch.int32), row0.to(torch.int32), heavy_first.to(torch.int32))
+            ends.to(torch.int32), expert.to(torch.int32), row0.to(torch.int32))
 
 
 def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
@@ -255,9 +251,14 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     experts, f, _ = w1.shape
     cfg = _config(x.device)
     bm = cfg["BLOCK_M"]
-    order, token, position, starts, ends, tile_expert, tile_row0, heavy_first = _routes(topk_ids, experts, bm)
-    if not cfg.get("HEAVY_FIRST", True):
-        heavy_first = torch.arange(experts, dtype=torch.int32, device=x.device)
+    order, token, position, starts, ends, tile_expert, tile_row0 = _routes(topk_ids, experts, bm)
+    # Heaviest experts first: a weight-gradient tile's work is its expert's route count, and
+    # skewed routing gives one expert up to T routes against T K / E on average (16x at
+    # E=128, K=8). Launched last, that expert's tiles would run alone after every other.
+    if cfg.get("HEAVY_FIRST", True):
+        expert_order = torch.argsort(ends - starts, descending=True, stable=True).to(torch.int32)
+    else:
+        expert_order = torch.arange(experts, dtype=torch.int32, device=x.device)
     weight = topk_weights.reshape(-1)[order].float().contiguous()
     routes = t * k
     tiles = tile_expert.numel()
@@ -299,7 +300,7 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     def per_expert(a, a_token, b, b_token, dw, n1, n2, **gather):
         # The expert on the grid's slow axis: its routes' rows stay in L2 while its tiles run.
         grid = (triton.cdiv(n2, wt["BLOCK_N"]), triton.cdiv(n1, wt["BLOCK_M"]), experts)
-        _weights[grid](a, a_token, b, b_token, dw, starts, ends, heavy_first, n1, n2, **gather, **wt)
+        _weights[grid](a, a_token, b, b_token, dw, starts, ends, expert_order, n1, n2, **gather, **wt)
 
     per_expert(dh1, token, x, token, dw1, f, d, GATHER_A=False, GATHER_B=True)
     per_expert(dh3, token, x, token, dw3, f, d, GATHER_A=False, GATHER_B=True)

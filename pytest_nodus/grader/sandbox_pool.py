@@ -72,7 +72,7 @@ class SandboxPool:
     def _arena_capacity(self, env: Environment, dims) -> int:
         """Room for two calls of the largest planned size (public and hidden) or of ``dims``,
         and of the largest size Hypothesis could draw where that is small (CPU domains): a
-        fuzzed size past the arena restarts every sandbox, a third of a CPU grade's wall."""
+        fuzzed size past the arena restarts every sandbox."""
         planned = [*self.planned_dims.get(env.name, ()), dims]
         largest = max(env.contract.call_bytes(d) for d in planned)
         if env.name not in self._drawn:  # asked at every call: the domain's corners once

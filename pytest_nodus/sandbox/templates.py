@@ -18,8 +18,8 @@ its unfused fallback, which is plain torch ops) is no library kernel. A submissi
 the hook away gets the refused read, never the templates.
 
 The hook defers inductor's import to the submission that uses it: importing inductor's
-kernel modules at start-up cost every sandbox ~2 s (1.8 s measured on the 2-core CI
-machine). A submission that carries its own copy of a template is writing its own kernel
+kernel modules takes ~2 s, which a sandbox whose submission never compiles need not pay.
+A submission that carries its own copy of a template is writing its own kernel
 as far as any run-time check can tell.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Stubbing inductor's templates imports nothing of inductor at the sandbox's start (it cost
-every sandbox ~2 s): the stub is in place when inductor is first imported, later, by the
+"""Stubbing inductor's templates imports nothing of inductor at the sandbox's start (~2 s a
+sandbox would pay): the stub is in place when inductor is first imported, later, by the
 submission or by torch's profiler, and before any kernel module reads a template."""
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Every chunked_prefill batch of three sequences or more holds a one-token (decode-like)
 chunk, on every call: a kernel that skips those sequences must fail every size, not only
-the sizes whose batches happen to draw one (a batch of 8 drawing short chunks uniformly
-from 1 to ~300 tokens held one in ~2% of calls)."""
+the sizes whose batches happen to draw one."""
 
 from __future__ import annotations
 
