@@ -12,6 +12,7 @@
 #   bash tools/gpu_check.sh prefill      # chunked_prefill: expert as submission, solution x3, starting kernel, cheats
 #   bash tools/gpu_check.sh prefill_expert  # chunked_prefill: the cuDNN expert as a trusted submission alone
 #   bash tools/gpu_check.sh prefill_cheats  # chunked_prefill: its cheats alone
+#   bash tools/gpu_check.sh prefill_solution  # chunked_prefill: solution x3 and the starting kernel
 #   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, solution x3, starting kernel, cheats;
 #                                        # moe_expert, moe_solution (with the starting kernel), moe_cheats: one part
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
@@ -34,6 +35,7 @@
 #   bash tools/gpu_check.sh rmsnorm_tiles  # rmsnorm solution: wide rows whole against chunked (RMSNORM_CHUNKS="BLOCK_N,warps[,from N] ..."), per size
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
+#   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
 # ATTENTION_PARALLEL=N grades N attention cheats at once (default 1); the grades' memory
@@ -199,18 +201,25 @@ for MODE in "${@:-quick}"; do
         grade attention_backward alone_$(basename $f .py) $f --nodus-seed=${BATCH_SEED:-7} --nodus-call-timeout=60
       done
     fi ;;
+  phases)
+    # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
+    grade rmsnorm phases_rmsnorm expert/rmsnorm/solution.py $SEALED
+    grade attention_backward phases_attention expert/attention_backward/solution.py $SEALED ;;
   xdist)
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")
     grade rmsnorm solution_xdist expert/rmsnorm/solution.py $SEALED --nodus-reruns=2 -n $workers ;;
-  prefill|prefill_expert|prefill_cheats)
+  prefill|prefill_expert|prefill_cheats|prefill_solution)
     # chunked_prefill: the expert as a trusted submission (cuDNN graded against itself), the
-    # solution x3, the starting kernel, then its cheats (prefill_cheats: the cheats alone).
+    # solution x3, the starting kernel, then its cheats (prefill_cheats: the cheats alone;
+    # prefill_solution: the solution and the starting kernel alone).
     if [ "$MODE" != prefill_cheats ]; then
-      grade chunked_prefill prefill_expert_as_submission expert/chunked_prefill/expert_cuda.py $SEALED --nodus-trusted
+      [ "$MODE" != prefill_solution ] && grade chunked_prefill prefill_expert_as_submission \
+        expert/chunked_prefill/expert_cuda.py $SEALED --nodus-trusted
       [ "$MODE" = prefill_expert ] && continue
       grade chunked_prefill prefill_solution expert/chunked_prefill/solution.py $SEALED --nodus-reruns=3
       grade chunked_prefill prefill_starting_kernel env_suites/chunked_prefill/starting_kernel.py $SEALED
+      [ "$MODE" = prefill_solution ] && continue
     fi
     ls tests/cheats/chunked_prefill/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
       'grade chunked_prefill cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
@@ -258,6 +267,11 @@ for path in sys.argv[1:]:
             fixed.append(f"{s['id'][:10]} " + "/".join(f"{1e3 * v[len(v) // 2]:.1f}" for v in cost.values()))
     if fixed:
         print(f"  fixed cost us expert/submission: {'  '.join(fixed)}")
+    # Where the wall went (s), the calls by part (grader/phases.py), and the calls' count.
+    p = g.get("phases") or {}
+    calls = sum(s.get("calls") or 0 for s in g["sizes"] if isinstance(s.get("calls"), int))
+    print("  phases s: " + " ".join(f"{k}={v / 1e3:.2f}" for k, v in p.items()
+                                    if isinstance(v, (int, float)) and k != "overhead_ratio") + f" submission_calls={calls}")
 PY
 # Cheats against the verdicts their files declare for the GPU (EXPECT["cuda"]).
 ls "$WORK"/cheat_*.json >/dev/null 2>&1 && python3 tests/corpus/expectations.py "$WORK"/cheat_*.json

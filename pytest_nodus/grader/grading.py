@@ -118,9 +118,14 @@ class Grader:
         if submission:
             self.idle_check(sandbox, result)
         # The other sandboxes stand still meanwhile: none can slow this call, on the CPU or the GPU.
-        with frozen(s.cgroup for s in self.pool.all() if s is not sandbox), phases.timed(result.phases, "calls"):
-            reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
-                                   slot.receipts, timeout)
+        with phases.timed(result.phases, "calls"):
+            laps = phases.Laps(result.phases, "calls_")
+            with frozen(s.cgroup for s in self.pool.all() if s is not sandbox):
+                laps.lap("freeze")
+                reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
+                                       slot.receipts, timeout, result.phases)
+                laps.skip()  # the call's own parts are recorded; the thaw is the freeze's other half
+            laps.lap("freeze")
         if submission:
             # At rest before anything is checked: the grader's own checks, reference and
             # verification can take seconds (a long prefill's fp32 reference), and the CUDA

@@ -23,6 +23,11 @@ Per size (``SizeResult.phases``, ms):
 ``reference``       the fp32 reference computed
 ``verification``    outputs, inputs and processes checked
 ``calls``           the calls as the grader waits for them: arm, idle probe, window, report
+``calls_<part>``    the same, by part: ``freeze`` (every other sandbox frozen), ``arm`` (the
+                    sandbox prepares: arguments, free memory scrubbed, a synchronise), ``open``
+                    (inputs copied, the idle probe waited for), ``go`` (until the sandbox says
+                    the call is enqueued), ``close`` (the snapshot queued), ``report`` (the
+                    sandbox's report, and the window's end on the grader's stream)
 ``timed``           the part of ``calls`` that is timed kernel work: the windows of the timed
                     calls of every role (what the reward is made of)
 ``rest``            after a submission's call: its threads given time to fall idle, then frozen
@@ -69,6 +74,24 @@ def add(phases: dict, name: str, ms: float) -> None:
     phases[name] = phases.get(name, 0.0) + ms
 
 
+class Laps:
+    """Consecutive parts of one block, each added to ``phases`` as ``<prefix><part>`` when it
+    ends (``lap``); with ``phases`` None nothing is recorded."""
+
+    def __init__(self, phases: dict | None, prefix: str):
+        self.phases, self.prefix, self.last = phases, prefix, time.perf_counter()
+
+    def lap(self, part: str) -> None:
+        now = time.perf_counter()
+        if self.phases is not None:
+            add(self.phases, self.prefix + part, 1e3 * (now - self.last))
+        self.last = now
+
+    def skip(self) -> None:
+        """Start the next part now: what ran since the last lap is recorded elsewhere."""
+        self.last = time.perf_counter()
+
+
 def stages(spawned: float, marks, staged_at: float, hello_at: float) -> dict[str, float]:
     """A sandbox's start-up by stage, in ms: ``marks`` are the sandbox's ``[stage, monotonic s]``
     in order (``protocol.STAGED``), ``spawned``, ``staged_at`` and ``hello_at`` the grader's
@@ -103,7 +126,8 @@ def grade_phases(sizes: list[dict], wall_s: float | None, outside: dict | None =
         add(total, name, ms)
     out = rounded(total)
     if wall_s is not None:
-        accounted = sum(v for k, v in total.items() if not k.startswith("start_") and k != "timed")
+        # Parts (start_<stage>, calls_<part>, timed) are already inside their whole.
+        accounted = sum(v for k, v in total.items() if not k.startswith(("start_", "calls_")) and k != "timed")
         out["wall"] = round(1e3 * wall_s, 1)
         out["outside_sizes"] = round(1e3 * wall_s - accounted, 1)
         out["overhead_ratio"] = round(1e3 * wall_s / total["timed"], 1) if total.get("timed") else None

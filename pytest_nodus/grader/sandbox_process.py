@@ -262,11 +262,15 @@ class Sandbox:
             return ""
 
     # -- one call -----------------------------------------------------------------------
-    def call(self, layout: dict, scalars: dict, order: list, copies, receipts, timeout_s: float) -> Reading:
+    def call(self, layout: dict, scalars: dict, order: list, copies, receipts, timeout_s: float,
+             phases_ms: dict | None = None) -> Reading:
         """Arm, open the grader's window, go, close it. ``copies`` are the (arena view,
-        pristine input) pairs the window writes; ``receipts`` the outputs' slots. Raises
+        pristine input) pairs the window writes; ``receipts`` the outputs' slots. Each part's
+        wall time goes into ``phases_ms`` as ``calls_<part>`` (grader/phases.py). Raises
         SandboxFailure when the sandbox breaks the protocol, dies or hangs."""
+        laps = phases.Laps(phases_ms, "calls_")
         reply = self.request({"op": protocol.CALL, "layout": layout, "scalars": scalars, "order": order}, timeout_s)
+        laps.lap("arm")
         if reply.get("ok") and reply.get("stage") != protocol.ARMED:
             raise SandboxFailure("flagged", "protocol_violation", "the sandbox did not arm the call")
         if not reply.get("ok"):
@@ -275,8 +279,10 @@ class Sandbox:
         call_number = self.clock.open(copies, receipts)
         try:
             self.clock.probed()
+            laps.lap("open")
             self.send({"op": protocol.GO, "call": call_number})
             reply = self.receive(timeout_s, during="a call")
+            laps.lap("go")
             if not reply.get("ok"):
                 return self._reading(reply, receipts, None)  # the kernel raised
             if reply.get("stage") != protocol.ENQUEUED:
@@ -284,8 +290,10 @@ class Sandbox:
             snapshot = self.clock.close(receipts, reply.get("outputs"))
             if not self.clock.cuda:
                 self.send({"op": protocol.ACK})  # the outputs are read and the clock is closed
+            laps.lap("close")
             reply = self.receive(timeout_s, during="a call's report")
             window_ms = self.clock.elapsed_ms(timeout_s)
+            laps.lap("report")
             if window_ms is None and self.clock.cuda:
                 raise SandboxFailure("timeout", "timeout", f"the call did not finish on the GPU within {timeout_s:.0f} s")
             return self._reading(reply, snapshot, window_ms)

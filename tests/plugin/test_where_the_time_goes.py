@@ -26,6 +26,11 @@ def test_the_grade_and_each_size_say_where_the_time_went(grade):
     # Each sandbox's stages lie within the size's start; the two sandboxes start side by side,
     # so their stages together fill at most twice it.
     assert sum(first[name] for name in stages) <= 2 * first["start"] + 1.0
+    # Each call's parts lie within the calls, and fill most of them (the rest is bookkeeping).
+    parts = [f"calls_{part}" for part in ("freeze", "arm", "open", "go", "close", "report")]
+    for size in timed:
+        spent = sum(size["phases"][name] for name in parts)
+        assert 0.5 * size["phases"]["calls"] <= spent <= size["phases"]["calls"] + 0.5, size["phases"]
     total = document["phases"]
     assert total["wall"] == pytest.approx(1e3 * document["wall_s"], abs=1.0)
     assert total["calls"] == pytest.approx(sum(s["phases"]["calls"] for s in document["sizes"]), abs=0.5)

@@ -29,7 +29,8 @@ def test_marks_out_of_order_give_no_stages(marks):
 
 
 def test_the_grade_adds_up_its_sizes_and_says_what_lay_outside():
-    sizes = [{"phases": {"start": 1000.0, "start_process": 900.0, "calls": 300.0, "timed": 100.0, "inputs": 50.0}},
+    sizes = [{"phases": {"start": 1000.0, "start_process": 900.0, "calls": 300.0, "calls_go": 250.0, "timed": 100.0,
+                         "inputs": 50.0}},
              {"phases": {"calls": 200.0, "timed": 100.0, "verification": 50.0}}, {"phases": None}]
     grade = phases.grade_phases(sizes, wall_s=3.0, outside={"startup": 500.0, "teardown": 100.0})
     assert grade["calls"] == 500.0 and grade["timed"] == 200.0 and grade["start_process"] == 900.0
@@ -44,3 +45,15 @@ def test_a_remainder_is_what_the_block_spent_outside_its_timed_parts():
             time.sleep(0.05)
         time.sleep(0.02)
     assert 45 <= spent["calls"] < 200 and 15 <= spent["verification"] < 45  # the calls are not counted twice
+
+
+def test_laps_record_consecutive_parts_and_skip_what_is_recorded_elsewhere():
+    spent = {}
+    laps = phases.Laps(spent, "calls_")
+    time.sleep(0.02)
+    laps.lap("arm")
+    time.sleep(0.03)
+    laps.skip()
+    time.sleep(0.01)
+    laps.lap("go")
+    assert 15 <= spent["calls_arm"] < 30 and 5 <= spent["calls_go"] < 25 and set(spent) == {"calls_arm", "calls_go"}
