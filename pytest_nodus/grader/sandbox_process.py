@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from pytest_nodus.grader import heap_build, kernel_errors, phases, walls
+from pytest_nodus.grader import heap_build, kernel_errors, phases, sandbox_env, walls
 from pytest_nodus.grader.arena_memory import create_arena
 from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
 from pytest_nodus.grader.cgroup_limits import SandboxLimits
@@ -35,15 +35,6 @@ from pytest_nodus.grader.idle_work import IdleWatch
 from pytest_nodus.grader.processes import REAP_TIMEOUT_S, reap_group
 from pytest_nodus.shared import protocol
 from pytest_nodus.shared.arena import FLAG_BYTES, aligned
-
-# Variables the sandbox may inherit; everything else (PYTEST_*, NODUS_*, CI secrets, the
-# sealed path on a command line wrapper...) stays with the grader.
-_INHERITED = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
-              "NVIDIA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-              "NVSHMEM_DISABLE_NVLS", "TRITON_PTXAS_PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-# Where ``pytest_nodus`` is importable from (a checkout's root, or site-packages).
-_IMPORT_ROOT = Path(__file__).resolve().parents[2]
-
 
 @dataclass
 class SandboxFailure(Exception):
@@ -115,7 +106,7 @@ class Sandbox:
         self._exit_asked = False
         self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
         # The submission runs as a uid of its own where it can (grader/walls.py): its scratch is its own.
-        uid = walls.sandbox_uid(_IMPORT_ROOT) if self.role == "submission" else None
+        uid = walls.sandbox_uid(sandbox_env.IMPORT_ROOT) if self.role == "submission" else None
         if uid is not None:
             os.chown(self.scratch, uid, uid)
         arena_capacity = aligned(arena_capacity)  # keeps the flag word aligned
@@ -136,26 +127,8 @@ class Sandbox:
             os.chown(kernel_copy, uid, uid)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        env = {k: os.environ[k] for k in _INHERITED if k in os.environ}
-        caches = self.cache_dir or self.scratch
-        env.update({
-            "HOME": str(self.scratch), "TMPDIR": str(self.scratch), "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": str(_IMPORT_ROOT), "PYTHONUNBUFFERED": "1",
-            "TRITON_CACHE_DIR": str(caches / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
-            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-        })
-        if uid is not None:
-            # A uid with no passwd entry: getpass.getuser() (inductor's cache path) reads these first.
-            env["USER"] = env["LOGNAME"] = f"nodus-{uid}"
-        if self.role == "submission":
-            # Compile in-process: no worker pool outliving a call for the thread census to see.
-            env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-        if self.removed_kernels:
-            # Removal works only on kernels not yet on the GPU: modules load on first launch.
-            env["CUDA_MODULE_LOADING"] = "LAZY"
-        if self.device == "cpu":
-            env["TRITON_INTERPRET"] = "1"
-            env["CUDA_VISIBLE_DEVICES"] = ""
+        env = sandbox_env.variables(self.scratch, self.cache_dir, uid, self.role, bool(self.removed_kernels),
+                                    self.device)
         launcher, raised = walls.prefix(uid)
         self.cgroup = SandboxCgroup.create(self.role)
         self.limits = SandboxLimits.create(self.role, *self.limit_values, own_cgroup=self.cgroup) if self.limit_values else None
