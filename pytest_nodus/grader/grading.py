@@ -105,8 +105,13 @@ class Grader:
                        timed: bool):
         timeout = self.timeout(env)
         first_call = (sandbox.process.pid, tuple(sorted(dims.items())))  # a restarted sandbox compiles again
-        if not is_submission(role) and first_call not in self._warmed:
-            timeout = max(timeout, TRUSTED_FIRST_CALL_TIMEOUT_S)
+        go_part = "go"
+        if first_call not in self._warmed:
+            # A sandbox's first call at a size builds what its shapes need (compiles, autotuning,
+            # cuDNN graphs): the submission's own cost, or the expert's setup.
+            go_part = "first" if is_submission(role) else "setup"
+            if not is_submission(role):
+                timeout = max(timeout, TRUSTED_FIRST_CALL_TIMEOUT_S)
         outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
         slot = self.pool.placer(role, env).place(fresh, outputs)
         scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
@@ -123,7 +128,7 @@ class Grader:
             with frozen(s.cgroup for s in self.pool.all() if s is not sandbox):
                 laps.lap("freeze")
                 reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
-                                       slot.receipts, timeout, result.phases)
+                                       slot.receipts, timeout, result.phases, go_part)
                 laps.skip()  # the call's own parts are recorded; the thaw is the freeze's other half
             laps.lap("freeze")
         if submission:

@@ -26,8 +26,10 @@ Per size (``SizeResult.phases``, ms):
 ``calls_<part>``    the same, by part: ``freeze`` (every other sandbox frozen), ``arm`` (the
                     sandbox prepares: arguments, free memory scrubbed, a synchronise), ``open``
                     (inputs copied, the idle probe waited for), ``go`` (until the sandbox says
-                    the call is enqueued), ``close`` (the snapshot queued), ``report`` (the
-                    sandbox's report, and the window's end on the grader's stream)
+                    the call is enqueued; a sandbox's first call at a size is ``first`` for a
+                    submission, ``setup`` for the expert and baselines: what it compiles, tunes
+                    or builds for those shapes), ``close`` (the snapshot queued), ``report``
+                    (the sandbox's report, and the window's end on the grader's stream)
 ``timed``           the part of ``calls`` that is timed kernel work: the windows of the timed
                     calls of every role (what the reward is made of)
 ``rest``            after a submission's call: its threads given time to fall idle, then frozen

@@ -236,11 +236,12 @@ class Sandbox:
 
     # -- one call -----------------------------------------------------------------------
     def call(self, layout: dict, scalars: dict, order: list, copies, receipts, timeout_s: float,
-             phases_ms: dict | None = None) -> Reading:
+             phases_ms: dict | None = None, go_part: str = "go") -> Reading:
         """Arm, open the grader's window, go, close it. ``copies`` are the (arena view,
         pristine input) pairs the window writes; ``receipts`` the outputs' slots. Each part's
-        wall time goes into ``phases_ms`` as ``calls_<part>`` (grader/phases.py). Raises
-        SandboxFailure when the sandbox breaks the protocol, dies or hangs."""
+        wall time goes into ``phases_ms`` as ``calls_<part>`` (grader/phases.py), the go as
+        ``calls_<go_part>``. Raises SandboxFailure when the sandbox breaks the protocol, dies
+        or hangs."""
         laps = phases.Laps(phases_ms, "calls_")
         reply = self.request({"op": protocol.CALL, "layout": layout, "scalars": scalars, "order": order}, timeout_s)
         laps.lap("arm")
@@ -255,7 +256,7 @@ class Sandbox:
             laps.lap("open")
             self.send({"op": protocol.GO, "call": call_number})
             reply = self.receive(timeout_s, during="a call")
-            laps.lap("go")
+            laps.lap(go_part)
             if not reply.get("ok"):
                 return self._reading(reply, receipts, None)  # the kernel raised
             if reply.get("stage") != protocol.ENQUEUED:
