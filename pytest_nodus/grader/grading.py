@@ -105,7 +105,7 @@ class Grader:
                        timed: bool):
         timeout = self.timeout(env)
         first_call = (sandbox.process.pid, tuple(sorted(dims.items())))  # a restarted sandbox compiles again
-        go_part = "go"
+        go_part = "go" if is_submission(role) else "expert"
         if first_call not in self._warmed:
             # A sandbox's first call at a size builds what its shapes need (compiles, autotuning,
             # cuDNN graphs): the submission's own cost, or the expert's setup.

@@ -25,11 +25,12 @@ Per size (``SizeResult.phases``, ms):
 ``calls``           the calls as the grader waits for them: arm, idle probe, window, report
 ``calls_<part>``    the same, by part: ``freeze`` (every other sandbox frozen), ``arm`` (the
                     sandbox prepares: arguments, free memory scrubbed, a synchronise), ``open``
-                    (inputs copied, the idle probe waited for), ``go`` (until the sandbox says
-                    the call is enqueued; a sandbox's first call at a size is ``first`` for a
-                    submission, ``setup`` for the expert and baselines: what it compiles, tunes
-                    or builds for those shapes), ``close`` (the snapshot queued), ``report``
-                    (the sandbox's report, and the window's end on the grader's stream)
+                    (inputs copied, the idle probe waited for), ``go`` (until the submission's
+                    sandbox says the call is enqueued; ``expert`` the same for the expert and
+                    baselines; a sandbox's first call at a size is ``first`` for a submission,
+                    ``setup`` for the expert and baselines: what it compiles, tunes or builds
+                    for those shapes), ``close`` (the snapshot queued), ``report`` (the
+                    sandbox's report, and the window's end on the grader's stream)
 ``timed``           the part of ``calls`` that is timed kernel work: the windows of the timed
                     calls of every role (what the reward is made of)
 ``rest``            after a submission's call: its threads given time to fall idle, then frozen

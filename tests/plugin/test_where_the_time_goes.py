@@ -27,10 +27,11 @@ def test_the_grade_and_each_size_say_where_the_time_went(grade):
     # so their stages together fill at most twice it.
     assert sum(first[name] for name in stages) <= 2 * first["start"] + 1.0
     # Each call's parts lie within the calls, and fill most of them (the rest is bookkeeping).
-    parts = [f"calls_{part}" for part in ("freeze", "arm", "open", "go", "first", "setup", "close", "report")]
+    parts = [f"calls_{part}" for part in ("freeze", "arm", "open", "go", "expert", "first", "setup", "close", "report")]
     for size in timed:
         # Each sandbox's first call at a size is its own part: the submission's, the expert's.
         assert size["phases"]["calls_first"] > 0 and size["phases"]["calls_setup"] > 0
+        assert size["phases"]["calls_go"] > 0 and size["phases"]["calls_expert"] > 0
         spent = sum(size["phases"][name] for name in parts)
         assert 0.5 * size["phases"]["calls"] <= spent <= size["phases"]["calls"] + 0.5, size["phases"]
     total = document["phases"]
