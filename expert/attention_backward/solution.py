@@ -43,15 +43,8 @@ def _document_tables(cu_ptr, doc_ptr, start_ptr, end_ptr, BLOCK: tl.constexpr):
         tl.store(end_ptr + t, end + tl.zeros([BLOCK], tl.int32), mask=inside)
 
 
-# Head counts, the window and the autotuners' classes are runtime values that Triton does not
-# specialise: each new constexpr value (or an int's divisibility by 16) is a new compile of
-# every candidate tile, about a second each on the H200, at each size and each fuzzed size.
-# None of them shapes the code: a row of D elements starts D-aligned whatever the head count.
-_RUNTIME = ["HQ", "HKV", "window", "T_CLASS", "WINDOW_CLASS"]
-
-
-@triton.jit(do_not_specialize=["HQ"])
-def _delta(o_ptr, do_ptr, delta_ptr, T, HQ, D: tl.constexpr, BLOCK: tl.constexpr):
+@triton.jit
+def _delta(o_ptr, do_ptr, delta_ptr, T, HQ: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr):
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     head = tl.program_id(1)
     inside = rows < T
@@ -115,10 +108,10 @@ _DQ_SMALL = [(64, 64, 4, 2), (64, 32, 4, 2), (64, 64, 4, 3)]
 _DQ_LARGE = [(128, 32, 8, 2), (64, 64, 4, 2), (64, 32, 4, 1)]
 
 
-@triton.jit(do_not_specialize=_RUNTIME)
+@triton.jit
 def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_ptr, dv_ptr, dq_acc_ptr, T,
                 window, scale, scale_log2, T_CLASS, WINDOW_CLASS,  # T_CLASS, WINDOW_CLASS: for the autotuners' key
-                HQ, HKV, GROUP: tl.constexpr,
+                HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
                 D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FUSE_DQ: tl.constexpr,
                 MASK_EVERY_TILE: tl.constexpr = False, DQ_TMA: tl.constexpr = False):
     """dK and dV for one block of keys and one KV head. FUSE_DQ also adds each tile's dS K
@@ -181,9 +174,9 @@ _dkdv = triton.autotune(configs=_configs(_DKDV_SMALL + _DKDV_LARGE), key=_KEY,
 
 @triton.autotune(configs=_configs(_DQ_SMALL + _DQ_LARGE), key=_KEY,
                  prune_configs_by=_by_head_dim(_DQ_SMALL, _DQ_LARGE))
-@triton.jit(do_not_specialize=_RUNTIME)
+@triton.jit
 def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_ptr, T, window, scale,
-        scale_log2, T_CLASS, WINDOW_CLASS, HQ, HKV, GROUP: tl.constexpr, D: tl.constexpr,
+        scale_log2, T_CLASS, WINDOW_CLASS, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_EVERY_TILE: tl.constexpr = False):
     start_m = tl.program_id(0) * BLOCK_M
     head = tl.program_id(1)
