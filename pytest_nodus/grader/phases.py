@@ -145,7 +145,8 @@ def line(phases: dict) -> str:
     waited = [f"gpu wait {s('gpu_wait')}"] if phases.get("gpu_wait") else []
     parts = [f"startup {s('startup')}", f"sandbox starts {s('start')}", *waited, f"inputs {s('inputs')}",
              f"reference {s('reference')}", f"verification {s('verification')}",
-             f"calls {s('calls')} (timed {s('timed')})", f"rest {s('rest')}", f"finish {s('finish')}",
+             f"calls {s('calls')} (first {s('calls_first')}, expert setup {s('calls_setup')}, timed {s('timed')})",
+             f"rest {s('rest')}", f"finish {s('finish')}",
              f"teardown {s('teardown')}", f"other {s('outside_sizes')}"]
     ratio = phases.get("overhead_ratio")
     return (f"time (s): wall {s('wall')} = " + " + ".join(parts)
