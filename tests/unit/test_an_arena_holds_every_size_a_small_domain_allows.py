@@ -23,7 +23,13 @@ def _capacity(device, kind: str, dims) -> int:
     return pool._arena_capacity(PREFILL, dims)
 
 
-@settings(max_examples=200, deadline=None)
+def test_a_cpu_arena_holds_the_largest_call_at_every_corner():
+    capacity = _capacity(CPU, "cpu", PREFILL.profile("cpu").sizes[0])
+    for corner in PREFILL.profile("cpu").domain.corners():
+        assert capacity >= 2 * PREFILL.contract.call_bytes(corner), corner
+
+
+@settings(max_examples=50, deadline=None)
 @given(size_strategy(PREFILL.profile("cpu").domain))
 def test_a_cpu_arena_holds_every_fuzzed_size(dims):
     planned = PREFILL.profile("cpu").sizes[0]
