@@ -104,20 +104,20 @@ class Grader:
     def _verified_call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
                        timed: bool):
         timeout = self.timeout(env)
+        baseline = role.startswith("baseline:")
+        submission = is_submission(role)
         first_call = (sandbox.process.pid, tuple(sorted(dims.items())))  # a restarted sandbox compiles again
-        go_part = "go" if is_submission(role) else "expert"
+        go_part = "go" if submission else "expert"
         if first_call not in self._warmed:
             # A sandbox's first call at a size builds what its shapes need (compiles, autotuning,
             # cuDNN graphs): the submission's own cost, or the expert's setup.
-            go_part = "first" if is_submission(role) else "setup"
-            if not is_submission(role):
+            go_part = "first" if submission else "setup"
+            if not submission:
                 timeout = max(timeout, TRUSTED_FIRST_CALL_TIMEOUT_S)
         outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
         slot = self.pool.placer(role, env).place(fresh, outputs)
         scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
         order = [spec.name for spec in env.contract.inputs]
-        baseline = role.startswith("baseline:")
-        submission = is_submission(role)
         if baseline:
             slot.write_now(fresh)  # a baseline's untimed prepare reads them while armed
         if submission:
