@@ -30,8 +30,10 @@
 #                                        # timed per sealed size (PREFILL_SIZES), outside the grader
 #   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
 #                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
-#   bash tools/gpu_check.sh moe_tma        # moe_experts solution: weights by pointers against by TMA, per size;
-#                                        # MOE_VALUES="EXPR;EXPR" sweeps other _config candidates
+#   bash tools/gpu_check.sh moe_tiles      # moe_experts solution: per-kernel profile and _config candidates
+#                                        # (MOE_VALUES="EXPR;EXPR"), per size (MOE_SIZES), outside the grader
+#   bash tools/gpu_check.sh moe_gemms      # grouped GEMMs by pointers / TMA / persistent / warp-specialised
+#                                        # against torch._grouped_mm (tools/probes/moe_gemm_engine.py)
 #   bash tools/gpu_check.sh rmsnorm_tiles  # rmsnorm solution: wide rows whole against chunked (RMSNORM_CHUNKS="BLOCK_N,warps[,from N] ..."), per size
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
@@ -157,12 +159,17 @@ for MODE in "${@:-quick}"; do
     timeout $left python3 tools/probes/kernel_profile.py chunked_prefill --sealed sealed_fixtures --reps 3 \
       --only ${PREFILL_SIZES:-public-0,public-1,public-2,public-3,public-4,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4} \
       --sweep _config --values "$values" 2>&1 | tee "$WORK/prefill_tiles.txt" ;;
-  moe_tma)
+  moe_tiles)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
+    B="lambda device, base=solution._config: dict(base(device),"
     timeout $left python3 tools/probes/kernel_profile.py moe_experts --sealed sealed_fixtures --reps 3 \
-      --only ${MOE_SIZES:-public-0,public-1,public-2,hidden-2} --sweep _config \
-      --values "${MOE_VALUES:-lambda device, base=solution._config: dict(base(device), TMA=True)}" 2>&1 |
-      tee "$WORK/moe_tma.txt" ;;
+      --only ${MOE_SIZES:-public-0,public-1,public-2,hidden-0,hidden-1,hidden-2,hidden-3} --sweep _config \
+      --values "${MOE_VALUES:-$B da=dict(BLOCK_N=64, BLOCK_K=64, num_warps=8, num_stages=4));$B weights=dict(BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=4));$B up=dict(BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=4))}" 2>&1 |
+      tee "$WORK/moe_tiles.txt" ;;
+  moe_gemms)
+    for size in 16384,64,6,2048,1408,2 16384,128,8,2048,768,1; do
+      python3 tools/probes/moe_gemm_engine.py --size $size --reps 20 2>&1 | grep -v '^    \|^#\|module\|%' ; done |
+      tee "$WORK/moe_gemms.txt" ;;
   rmsnorm_tiles)
     # Rows of 8192 and more columns (a candidate's third field sets another threshold)
     # covered in chunks of BLOCK_N,warps, against the solution as it is.

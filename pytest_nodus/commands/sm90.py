@@ -39,6 +39,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from pytest_nodus.grader import inputs as nodus_inputs
 from pytest_nodus.grader.api import installed_environments
@@ -60,6 +61,8 @@ def _arg_type(value) -> str | None:
         return "i32" if -(2 ** 31) <= value < 2 ** 31 else "i64"
     if isinstance(value, float):
         return "fp32"
+    if isinstance(value, TensorDescriptor):  # a host-made TMA descriptor, passed by value
+        return f"tensordesc<{TYPES[value.base.dtype]}[{', '.join(str(b) for b in value.block_shape)}]>"
     return None
 
 

@@ -32,6 +32,21 @@ def kernel(x, weight, eps):
     return x
 """
 
+# An rmsnorm-shaped file whose kernel takes host-made TMA descriptors (passed by value).
+BY_DESCRIPTORS = """
+import torch, triton, triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+@triton.jit
+def _copy(x_d, o_d, BLOCK: tl.constexpr):
+    o_d.store([0, 0], x_d.load([0, 0]))
+
+def kernel(x, weight, eps):
+    out = torch.empty_like(x)
+    _copy[(1,)](TensorDescriptor.from_tensor(x, [16, 64]), TensorDescriptor.from_tensor(out, [16, 64]), BLOCK=16)
+    return out
+"""
+
 
 def _sm90(kernel) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest_nodus.commands.sm90", "rmsnorm", str(kernel)],
@@ -50,3 +65,11 @@ def test_a_kernel_past_the_shared_memory_of_a_block_is_named(tmp_path):
     done = _sm90(kernel)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "_huge" in done.stdout and "WILL NOT LAUNCH" in done.stdout
+
+
+def test_a_kernel_taking_tma_descriptors_is_compiled(tmp_path):
+    kernel = tmp_path / "by_descriptors.py"
+    kernel.write_text(BY_DESCRIPTORS)
+    done = _sm90(kernel)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "_copy" in done.stdout and "tma  2" in done.stdout
