@@ -10,6 +10,8 @@ Structure it exploits:
   start) to its diagonal. Fully masked tiles are never loaded.
 * GQA. One program per (key block, KV head) loops over the query heads of its group and
   accumulates dK and dV in registers: no atomics, no reduction kernel, K and V read once.
+* The tiles each loop streams (Q and dO for dK/dV, K and V for dQ) come by TMA descriptors
+  (``LOADS_BY_TMA``): no per-element addresses in registers, rows past T zero-filled.
 * exp2 with the scale folded into log2(e) (one multiply-add per score), lse converted on
   load; delta = rowsum(dO * O) by its own small kernel (no fp32 temporaries in HBM).
 * dQ by a second kernel that recomputes the scores (no fp32 atomics): 7 matmul-sized
@@ -70,6 +72,15 @@ def _tile_masked(doc_ptr, start_m, start_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.c
     return inside == 0
 
 
+@triton.jit
+def _head_rows(ptr, desc, first, head, offsets, ok, D: tl.constexpr, BY_TMA: tl.constexpr):
+    """One head's [rows, D] tile of a [T, heads, D] tensor: by TMA from ``desc`` (the tensor
+    as [T, heads * D]; rows past T arrive as zeros) or through pointers, masked alike."""
+    if BY_TMA:
+        return desc.load([first, head * D])
+    return tl.load(ptr + offsets, mask=ok[:, None], other=0.0)
+
+
 def _configs(shapes):
     return [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s) for m, n, w, s in shapes]
 
@@ -113,11 +124,13 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_pt
                 window, scale, scale_log2, T_CLASS, WINDOW_CLASS,  # T_CLASS, WINDOW_CLASS: for the autotuners' key
                 HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
                 D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FUSE_DQ: tl.constexpr,
-                MASK_EVERY_TILE: tl.constexpr = False, DQ_TMA: tl.constexpr = False):
+                MASK_EVERY_TILE: tl.constexpr = False, DQ_TMA: tl.constexpr = False,
+                LOADS_TMA: tl.constexpr = False):
     """dK and dV for one block of keys and one KV head. FUSE_DQ also adds each tile's dS K
     into a zeroed fp32 dQ accumulator (scaled to bf16 by _dq_finish): 5 matrix products per
     tile pair instead of the split pair's 7. The adds are relaxed per-element atomics, or
-    with DQ_TMA one bulk reduce-add per tile (TMA, from shared memory; the GPU only)."""
+    with DQ_TMA one bulk reduce-add per tile (TMA, from shared memory; the GPU only).
+    LOADS_TMA: the streamed Q and dO tiles come by TMA."""
     start_n = tl.program_id(0) * BLOCK_N
     kv_head = tl.program_id(1)
     cols = start_n + tl.arange(0, BLOCK_N)
@@ -138,14 +151,18 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_pt
     if FUSE_DQ and DQ_TMA:  # dQ as [T, HQ * D]: a tile of one head is [BLOCK_M, D] at column head * D
         dq_desc = tl.make_tensor_descriptor(dq_acc_ptr, shape=[T, HQ * D], strides=[HQ * D, 1],
                                             block_shape=[BLOCK_M, D])
+    q_desc, do_desc = None, None
+    if LOADS_TMA:  # [T, HQ * D]: one head's tile is [BLOCK_M, D] at column head * D
+        q_desc = tl.make_tensor_descriptor(q_ptr, shape=[T, HQ * D], strides=[HQ * D, 1], block_shape=[BLOCK_M, D])
+        do_desc = tl.make_tensor_descriptor(do_ptr, shape=[T, HQ * D], strides=[HQ * D, 1], block_shape=[BLOCK_M, D])
     for g in range(GROUP):
         head = kv_head * GROUP + g
         for start_m in range(begin_m, end_m, BLOCK_M):
             rows = start_m + tl.arange(0, BLOCK_M)
             row_ok = rows < T
             q_offsets = (rows[:, None] * HQ + head) * D + dims[None, :]
-            q = tl.load(q_ptr + q_offsets, mask=row_ok[:, None], other=0.0)
-            do = tl.load(do_ptr + q_offsets, mask=row_ok[:, None], other=0.0)
+            q = _head_rows(q_ptr, q_desc, start_m, head, q_offsets, row_ok, D, LOADS_TMA)
+            do = _head_rows(do_ptr, do_desc, start_m, head, q_offsets, row_ok, D, LOADS_TMA)
             lse = tl.load(lse_ptr + head * T + rows, mask=row_ok, other=0.0) * 1.4426950408889634
             delta = tl.load(delta_ptr + head * T + rows, mask=row_ok, other=0.0)
             p_t = tl.math.exp2(tl.dot(k, tl.trans(q)) * scale_log2 - lse[None, :])
@@ -177,7 +194,9 @@ _dkdv = triton.autotune(configs=_configs(_DKDV_SMALL + _DKDV_LARGE), key=_KEY,
 @triton.jit
 def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_ptr, T, window, scale,
         scale_log2, T_CLASS, WINDOW_CLASS, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_EVERY_TILE: tl.constexpr = False):
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_EVERY_TILE: tl.constexpr = False,
+        LOADS_TMA: tl.constexpr = False):
+    """dQ for one block of queries of one head, the streamed K and V tiles by TMA with LOADS_TMA."""
     start_m = tl.program_id(0) * BLOCK_M
     head = tl.program_id(1)
     kv_head = head // GROUP
@@ -195,12 +214,16 @@ def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_
         begin_n = tl.maximum(begin_n, start_m - window + 1)
     begin_n -= begin_n % BLOCK_N
     dq = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    k_desc, v_desc = None, None
+    if LOADS_TMA:
+        k_desc = tl.make_tensor_descriptor(k_ptr, shape=[T, HKV * D], strides=[HKV * D, 1], block_shape=[BLOCK_N, D])
+        v_desc = tl.make_tensor_descriptor(v_ptr, shape=[T, HKV * D], strides=[HKV * D, 1], block_shape=[BLOCK_N, D])
     for start_n in range(begin_n, tl.minimum(start_m + BLOCK_M, T), BLOCK_N):
         cols = start_n + tl.arange(0, BLOCK_N)
         col_ok = cols < T
         kv_offsets = (cols[:, None] * HKV + kv_head) * D + dims[None, :]
-        k = tl.load(k_ptr + kv_offsets, mask=col_ok[:, None], other=0.0)
-        v = tl.load(v_ptr + kv_offsets, mask=col_ok[:, None], other=0.0)
+        k = _head_rows(k_ptr, k_desc, start_n, kv_head, kv_offsets, col_ok, D, LOADS_TMA)
+        v = _head_rows(v_ptr, v_desc, start_n, kv_head, kv_offsets, col_ok, D, LOADS_TMA)
         p = tl.math.exp2(tl.dot(q, tl.trans(k)) * scale_log2 - lse[:, None])
         if _tile_masked(doc_ptr, start_m, start_n, BLOCK_M, BLOCK_N, T, window, MASK_EVERY_TILE):
             col_doc = tl.load(doc_ptr + cols, mask=col_ok, other=-1)
@@ -241,6 +264,9 @@ FUSED_DQ = {"small": False, "large": False}
 # from shared memory, asynchronous) instead of per-element atomics. Triton's interpreter has
 # no descriptor reduce, so on the CPU it takes the atomics: the same sums.
 DQ_BY_TMA = True
+# The tiles each loop streams (Q and dO for dK/dV, K and V for dQ) by TMA descriptors instead
+# of pointer loads: no address arithmetic in registers, rows past T zero-filled by the copy.
+LOADS_BY_TMA = True
 
 
 def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
@@ -254,12 +280,13 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     _delta[(triton.cdiv(t, 64), hq)](o, do, delta, t, HQ=hq, D=d, BLOCK=64)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     scale = float(softmax_scale)
-    common = dict(HQ=hq, HKV=hkv, GROUP=hq // hkv, D=d, **_classes(t, int(window)))
+    common = dict(HQ=hq, HKV=hkv, GROUP=hq // hkv, D=d, LOADS_TMA=LOADS_BY_TMA, **_classes(t, int(window)))
+    if (fused and DQ_BY_TMA or LOADS_BY_TMA) and q.is_cuda:
+        # A descriptor made inside a kernel lives in global scratch that Triton asks for.
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=q.device))
     if fused:
         dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         by_tma = DQ_BY_TMA and q.is_cuda
-        if by_tma:  # a descriptor made inside a kernel lives in global scratch that Triton asks for
-            triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=q.device))
         _dkdv_dq[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](
             q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, dq_acc, t, window, scale, scale * LOG2E,
             FUSE_DQ=True, DQ_TMA=by_tma, **common)
