@@ -13,7 +13,8 @@ typed: :class:`Grade`, with the raw document in ``Grade.document``.
 points) or the path of an environment's folder. Several submissions are graded as a batch:
 one pytest run, every attempt against the same expert run and the same inputs, each with the
 verdict its own grade would give (``grader/rounds.py``); ``one_run=False`` grades them one
-after another instead.
+after another instead. A batch larger than its GPU can hold at once (every attempt's sandbox
+with its memory budget) is graded in runs of as many as fit, each against its own expert run.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from pytest_nodus.grader import walls
+from pytest_nodus.grader import batch_files, walls
 
 
 @dataclass(frozen=True)
@@ -125,15 +126,20 @@ def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sea
         files = [Path(one).resolve() for one in submission]
         if not one_run or len(files) == 1:
             return [grade(env, one, **options) for one in files]
-        return _run(env, files, **options)
+        try:
+            return _run(env, files, **options)
+        except GradeFailed as failed:
+            # More attempts than the GPU holds at once: the grader named how many fit.
+            room = batch_files.room_in(failed.output)
+            if room is None or room >= len(files):
+                raise
+            return [g for first in range(0, len(files), room) for g in _run(env, files[first:first + room], **options)]
     return _run(env, Path(submission).resolve(), **options)[0]
 
 
 def _run(env, submission: Path | list[Path], *, sealed, device, reruns, seed, against, pytest_args,
          timeout_s) -> list[Grade]:
     """One pytest run: a grade, or a batch's grades in order."""
-    from pytest_nodus.grader import batch_files
-
     folder = suite_folder(env)
     files = submission if isinstance(submission, list) else [submission]
     batch = isinstance(submission, list)

@@ -12,12 +12,30 @@ driver uses it without a GPU stack.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
 FLOOR = -24.0  # the reward of anything not correct (grader/reward.py); kept here so a driver imports no torch
 ROWS = "grades.jsonl"
 PICTURE = "grades.png"
+
+
+_ROOM = "room for {} attempts per run"
+
+
+def too_large(attempts: int, room: int, need_gib: float, capacity_gib: float) -> str:
+    """The usage error of a batch whose sandboxes cannot all fit on its GPU at once."""
+    return (f"pytest-nodus: a batch holds every attempt's sandbox at once: {attempts} attempts may need "
+            f"{need_gib:.0f} GiB of GPU memory at the largest size, this GPU has {capacity_gib:.0f} GiB, "
+            f"{_ROOM.format(room)}; grade the folder in runs of at most that many (pytest_nodus.grade and "
+            "nodus-ray split such a batch themselves)")
+
+
+def room_in(output: str) -> int | None:
+    """The attempts per run that a grader's :func:`too_large` error names, or None."""
+    found = re.search(_ROOM.format(r"(\d+)"), output)
+    return int(found.group(1)) if found else None
 
 
 def attempt_files(paths: Sequence[str | Path]) -> list[Path]:

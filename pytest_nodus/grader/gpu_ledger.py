@@ -51,6 +51,31 @@ def need_bytes(call_bytes: int, budget_bytes: int, submissions: int = 1) -> int:
         + sandboxes * budget_bytes
 
 
+def batch_room(call_bytes: int, budget_bytes: int, capacity: int) -> int:
+    """How many attempts one batch can hold at once on a GPU of ``capacity`` bytes: at least
+    one (a lone grade that needs more than the GPU still runs, alone on it). A batch past this
+    would wait for memory its own sandboxes hold, to the end of ``--nodus-gpu-wait``."""
+    room = 1
+    while need_bytes(call_bytes, budget_bytes, room + 1) <= capacity:
+        room += 1
+    return room
+
+
+def batch_problem(env, planned: list, attempts: int, device) -> str | None:
+    """Why a batch of ``attempts`` cannot run on ``device``'s GPU at the sizes ``planned``, or None."""
+    if attempts < 2 or device.kind != "cuda" or device.kind not in env.profiles:
+        return None
+    capacity = for_device(device).capacity
+    call = max(env.contract.call_bytes(d) for d in planned)
+    budget = int(env.profile(device.kind).memory_gib * GIB)
+    room = batch_room(call, budget, capacity)
+    if room >= attempts:
+        return None
+    from pytest_nodus.grader.batch_files import too_large
+
+    return too_large(attempts, room, need_bytes(call, budget, attempts) / GIB, capacity / GIB)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

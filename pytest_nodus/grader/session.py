@@ -137,6 +137,13 @@ class NodusSession:
                 self.yardsticks[env.name] = starting
             sizes = sizes_to_grade(env, kind, hidden)
             self.planned_dims[env.name] = [s.dims for s in sizes]
+            if self.options.batch:
+                from pytest_nodus.grader.gpu_ledger import batch_problem
+
+                problem = batch_problem(env, self.planned_dims[env.name], len(self.options.submissions),
+                                        self.device_choice())
+                if problem:
+                    self.usage_errors.append(problem)
             metafunc.parametrize("nodus_size", sizes, ids=[s.id for s in sizes])
 
     @pytest.hookimpl(trylast=True)  # after -k/-m deselection: a partial run grades what it selected
