@@ -36,7 +36,7 @@
 #                                        # against torch._grouped_mm (tools/probes/moe_gemm_engine.py)
 #   bash tools/gpu_check.sh rmsnorm_tiles  # rmsnorm solution: wide rows whole against chunked (RMSNORM_CHUNKS="BLOCK_N,warps[,from N] ..."), per size
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
-#   bash tools/gpu_check.sh batch_attention  # 16 attention attempts as one batch (BATCH_SEPARATE=1: each alone too)
+#   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
@@ -187,7 +187,7 @@ for MODE in "${@:-quick}"; do
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \
       --kernels ${ATTENTION_DQ_KERNELS:-dkdv,dq,fused_tma} 2>&1 | tee "$WORK/attention_dq.txt" ;;
   batch_attention)
-    # Issue 24: 16 attention attempts in one run against one expert run (the solution, the
+    # Issue 24: 16 attention attempts in batches, each against one expert run (the solution, the
     # starting kernel, the correct styles, 12 cheats), then, with BATCH_SEPARATE=1, each alone
     # with the same --nodus-seed to compare verdicts (local grades: a sealed one draws a secret
     # seed). BATCH_SEALED=1 grades the batch sealed instead, for its wall time.
@@ -196,13 +196,17 @@ for MODE in "${@:-quick}"; do
     cp env_suites/attention_backward/starting_kernel.py $folder/starting_kernel.py
     for f in tests/correct/attention_backward/*.py; do cp $f $folder/correct_$(basename $f); done
     for f in $(ls tests/cheats/attention_backward/*.py | head -12); do cp $f $folder/cheat_$(basename $f); done
-    t0=$(date +%s.%N)
-    timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 -m pytest env_suites/attention_backward -q -p no:cacheprovider \
-      --nodus-submission=$folder --nodus-json=$WORK/batch --nodus-call-timeout=60 \
-      $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) \
-      > $WORK/batch.log 2>&1
-    echo "batch of $(ls $folder | wc -l) rc=$? wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
-    grep -A20 "pytest-nodus batch" $WORK/batch.log
+    # An H200 holds 3 attention attempts' sandboxes at once (docs/batch.md): runs of BATCH_ROOM.
+    t0=$(date +%s.%N); run=0
+    ls $folder/*.py | xargs -n ${BATCH_ROOM:-3} | while read -r files; do
+      run=$((run + 1))
+      timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 -m pytest env_suites/attention_backward -q -p no:cacheprovider \
+        --nodus-submission=$(echo $files | tr ' ' ':') --nodus-json=$WORK/batch$run --nodus-call-timeout=60 \
+        $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) \
+        > $WORK/batch$run.log 2>&1
+      echo "run $run rc=$?: $(echo $files | wc -w) attempts"; grep -A6 "pytest-nodus batch" $WORK/batch$run.log
+    done
+    echo "batch of $(ls $folder | wc -l) in runs of ${BATCH_ROOM:-3}: wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
     if [ -n "${BATCH_SEPARATE:-}" ]; then
       for f in $folder/*.py; do
         grade attention_backward alone_$(basename $f .py) $f --nodus-seed=${BATCH_SEED:-7} --nodus-call-timeout=60
