@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_nodus.grader.batch_files import too_large
 from pytest_nodus.grader.devices import DeviceBusy
 
 GIB = 1 << 30
@@ -71,8 +72,6 @@ def batch_problem(env, planned: list, attempts: int, device) -> str | None:
     room = batch_room(call, budget, capacity)
     if room >= attempts:
         return None
-    from pytest_nodus.grader.batch_files import too_large
-
     return too_large(attempts, room, need_bytes(call, budget, attempts) / GIB, capacity / GIB)
 
 
