@@ -68,15 +68,23 @@ def _gather(x, dy, route_of_row, weights, rows_used, xg, dyg, D, K: tl.constexpr
 
 
 @triton.jit
+def _row_tile(tile, n_tiles, tile_expert, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A persistent loop's ``tile``: its first row, its first column and its rows' expert.
+    Column tiles are the fast axis, so the programs in flight share a row tile and an
+    expert's weights."""
+    m = tile // n_tiles
+    return m * BLOCK_M, tile % n_tiles * BLOCK_N, tl.load(tile_expert + m)
+
+
+@triton.jit
 def _up(xg_d, w1_d, w3_d, h1, h3, act, tile_expert, tiles_used, F, D, BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PROGRAMS: tl.constexpr):
     """h1, h3 = xg W1[e]^T, xg W3[e]^T for a 128-row tile; act = silu(h1) * h3. W as [E*F, D]:
     a column tile past F reads the next expert's rows, into columns the stores mask."""
     n_tiles = tl.cdiv(F, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tl.load(tiles_used) * n_tiles, PROGRAMS):
-        row0 = tile // n_tiles * BLOCK_M
-        n0 = tile % n_tiles * BLOCK_N
-        w_row = tl.load(tile_expert + tile // n_tiles) * F + n0
+        row0, n0, e = _row_tile(tile, n_tiles, tile_expert, BLOCK_M, BLOCK_N)
+        w_row = e * F + n0
         acc1 = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         acc3 = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         for k0 in range(0, D, BLOCK_K):
@@ -104,9 +112,8 @@ def _rows(a_d, b_d, a2_d, b2_d, c_d, c, c2, h1, h3, tile_expert, tiles_used, N, 
     is da; the epilogue reads h1, h3 and writes dh1 to ``c``, dh3 to ``c2``."""
     n_tiles = tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tl.load(tiles_used) * n_tiles, PROGRAMS):
-        row0 = tile // n_tiles * BLOCK_M
-        n0 = tile % n_tiles * BLOCK_N
-        b_row = tl.load(tile_expert + tile // n_tiles) * K
+        row0, n0, e = _row_tile(tile, n_tiles, tile_expert, BLOCK_M, BLOCK_N)
+        b_row = e * K
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         for k0 in range(0, K, BLOCK_K):
             acc = tl.dot(a_d.load([row0, k0]), b_d.load([b_row + k0, n0]), acc)
@@ -135,9 +142,8 @@ def _rows_nk(a_d, b_d, c_d, tile_expert, tiles_used, N, K, BLOCK_M: tl.constexpr
     past N reads the next expert's rows into columns the TMA store clips."""
     n_tiles = tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tl.load(tiles_used) * n_tiles, PROGRAMS):
-        row0 = tile // n_tiles * BLOCK_M
-        n0 = tile % n_tiles * BLOCK_N
-        b_row = tl.load(tile_expert + tile // n_tiles) * N + n0
+        row0, n0, e = _row_tile(tile, n_tiles, tile_expert, BLOCK_M, BLOCK_N)
+        b_row = e * N + n0
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         for k0 in range(0, K, BLOCK_K):
             acc = tl.dot(a_d.load([row0, k0]), b_d.load([b_row, k0]).T, acc)
