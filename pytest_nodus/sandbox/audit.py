@@ -3,7 +3,10 @@
 The profiler runs all the time, across calls (started again right after each audit), so
 audited calls cannot be told from others, and its start-up cost falls on a size's first
 call, a warm-up call: started around each call it cost ~0.5 ms per call on the H200,
-inside the timed region. It runs in the submission's process and its report is a claim
+inside the timed region. It is torch's autograd profiler with Kineto, not its
+``torch.profiler.profile`` wrapper: the wrapper's start asks ``hasattr(torch, "_inductor")``,
+which imports inductor and dynamo (1.1-1.7 s of every sandbox's start-up) to read one
+setting the audit does not use. It runs in the submission's process and its report is a claim
 (``docs/sealing.md``, "What is not sealed"); environments that forbid library kernels keep
 them out of the process by other means as well (``grader/keepout.py``).
 """
@@ -37,10 +40,9 @@ class KernelAudit:
     def _start(self):
         if not self.enabled:
             return None
-        from torch.profiler import ProfilerActivity, profile
+        from torch.autograd.profiler import profile
 
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
-        profiler = profile(activities=activities)
+        profiler = profile(use_cpu=True, use_device="cuda" if self.device.type == "cuda" else None, use_kineto=True)
         profiler.__enter__()
         return profiler
 
@@ -51,7 +53,7 @@ class KernelAudit:
         profiler.__exit__(None, None, None)
         ops, kernels = set(), {}
         try:
-            events = profiler.profiler.kineto_results.events()
+            events = profiler.kineto_results.events()
         except Exception:  # noqa: BLE001  an audit failure must not look like a kernel failure
             return {"ops": [], "kernels": [], "error": "profiler returned no events"}
         for event in events:
