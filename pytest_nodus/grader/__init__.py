@@ -6,8 +6,10 @@ The pytest side: ``plugin`` (entry point), ``options``, ``session`` (gathering v
 xdist), ``suite`` (the graded tests), ``fuzz`` (Hypothesis sizes and shrinking).
 One size: ``grading`` (one verified call), ``rounds`` (a timed size's rounds, for one
 submission or a batch), ``fuzzed_call`` (a fuzzed size's call, shared by a batch),
-``sandbox_pool`` (one sandbox per role), ``sandbox_process`` (start, call, kill: the
-protocol's owner), ``sandbox_env`` (the variables a sandbox starts with), ``checks`` (what
+``sandbox_pool`` (one sandbox per role), ``roles`` (their names), ``sandbox_spawn`` (a
+process inside its walls, told later what to run), ``standby`` (spawned as pytest configures),
+``sandbox_process`` (launch, call, kill: the protocol's owner), ``sandbox_env`` (the
+variables a sandbox starts with), ``checks`` (what
 each reading is checked for, per role), ``inputs`` (fresh inputs, slots), ``results``.
 The clock: ``clock`` (the grader's window), ``child_time`` and ``processes`` (/proc),
 ``process_memory`` (CPU outputs), ``timing`` (claims held to the clock), ``devices``.

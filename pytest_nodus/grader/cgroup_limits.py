@@ -182,35 +182,47 @@ def _sweep(home: Path) -> None:
 
 class SandboxLimits:
     """One sandbox's limits: v1 memory and pids cgroups of its own (entered by its launcher),
-    limits written into its v2 cgroup, and a task limit it sets on itself (RLIMIT_NPROC)."""
+    limits written into its v2 cgroup, and a task limit it sets on itself (RLIMIT_NPROC).
+    Made and entered at the sandbox's spawn; the values are written by :meth:`hold` at its
+    launch, before the first message that names its kernel file."""
 
-    def __init__(self, directories: dict[str, Path], v2: Path | None, v2_held: frozenset[str],
-                 memory_bytes: int, tasks: int):
-        self.directories, self.v2, self.v2_held = directories, v2, v2_held
-        self.memory_bytes, self.tasks = memory_bytes, tasks
+    def __init__(self, made: dict[str, Path], v2: Path | None):
+        self.made, self.v2 = made, v2  # v1 directories entered at the spawn; the v2 cgroup
+        self.directories: dict[str, Path] = {}  # the v1 ones whose limit holds
+        self.v2_held: frozenset[str] = frozenset()
+        self.memory_bytes, self.tasks = 0, 0
         self.rlimit_tasks = False  # set once the sandbox says its RLIMIT_NPROC holds
 
     @classmethod
-    def create(cls, role: str, memory_bytes: int, tasks: int,
-               own_cgroup: cgroup.SandboxCgroup | None = None) -> SandboxLimits:
+    def create(cls, role: str, own_cgroup: cgroup.SandboxCgroup | None = None) -> SandboxLimits:
         """``own_cgroup``: the sandbox's v2 cgroup, made and not yet entered."""
-        values = {"memory": memory_bytes, "pids": tasks}
         name = f"nodus-{os.getpid()}-{next(_counter)}-{role.replace(':', '_')}"
         made = {}
         for controller, home in (_homes().items() if shutil.which("sh") else ()):
             directory = home / name
             try:
                 directory.mkdir()
-                (directory / _LIMIT_FILES[controller]).write_text(str(values[controller]))
             except OSError:
-                _remove(directory, wait_s=0.0)
                 continue
             made[controller] = directory
+        return cls(made, own_cgroup.path if own_cgroup else None)
+
+    def hold(self, memory_bytes: int, tasks: int) -> None:
+        """Write the limits. A controller whose file refuses the value is not held (and not
+        listed); its directory stays, unlimited, until :meth:`remove`."""
+        values = {"memory": memory_bytes, "pids": tasks}
+        self.memory_bytes, self.tasks = memory_bytes, tasks
+        for controller, directory in self.made.items():
+            try:
+                (directory / _LIMIT_FILES[controller]).write_text(str(values[controller]))
+            except OSError:
+                continue
+            self.directories[controller] = directory
         held = set()
-        if own_cgroup is not None:
-            for controller in _v2_controllers() - set(made):
+        if self.v2 is not None:
+            for controller in _v2_controllers() - set(self.directories):
                 try:
-                    (own_cgroup.path / _V2_LIMIT_FILES[controller]).write_text(str(values[controller]))
+                    (self.v2 / _V2_LIMIT_FILES[controller]).write_text(str(values[controller]))
                 except OSError:
                     continue
                 held.add(controller)
@@ -218,10 +230,10 @@ class SandboxLimits:
                 # No swap to spill into past the limit; the OOM killer ends the whole sandbox.
                 for setting, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
                     try:
-                        (own_cgroup.path / setting).write_text(value)
+                        (self.v2 / setting).write_text(value)
                     except OSError:
                         pass  # no swap accounting on this kernel: nothing to spill into either
-        return cls(made, own_cgroup.path if own_cgroup else None, frozenset(held), memory_bytes, tasks)
+        self.v2_held = frozenset(held)
 
     @property
     def tasks_by_cgroup(self) -> bool:
@@ -236,7 +248,7 @@ class SandboxLimits:
         """A command prefix per v1 cgroup that moves itself in, then execs the rest (the v2
         cgroup's own prefix enters the limits written there)."""
         prefix = []
-        for directory in self.directories.values():
+        for directory in self.made.values():
             prefix += [shutil.which("sh"), "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', str(directory)]
         return prefix
 
@@ -260,9 +272,9 @@ class SandboxLimits:
 
     def remove(self, wait_s: float = 2.0) -> None:
         """The v1 cgroups; the v2 one goes with the sandbox's own cgroup."""
-        for directory in self.directories.values():
+        for directory in self.made.values():
             _remove(directory, wait_s)
-        self.directories = {}
+        self.made, self.directories = {}, {}
 
 
 def _counter_in(path: Path, key: str) -> int:

@@ -27,7 +27,8 @@ from pytest_nodus.grader import checks, devices, fuzzed_call, gpu_ledger, gpu_me
 from pytest_nodus.grader.cgroup import frozen
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
-from pytest_nodus.grader.sandbox_pool import SandboxPool, is_submission, submission_roles
+from pytest_nodus.grader.roles import is_submission, submission_roles
+from pytest_nodus.grader.sandbox_pool import SandboxPool
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 
 

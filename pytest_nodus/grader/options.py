@@ -129,6 +129,11 @@ def user_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-nodus"
 
 
+def expert_cache() -> Path:
+    """The trusted sandboxes' compile caches (Triton's, inductor's), kept across grades."""
+    return user_cache() / "expert"
+
+
 def _positive_int(value, option) -> int:
     try:
         number = int(value)

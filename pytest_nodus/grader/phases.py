@@ -10,12 +10,15 @@ Per size (``SizeResult.phases``, ms):
 
 =================== ==========================================================================
 ``start``           starting sandboxes at this size (first size, or a larger arena), all roles,
-                    from each spawn to its freeze before its first call
+                    from each launch to its freeze before its first call
 ``start_<stage>``   the same, by stage, summed over the sandboxes (which start side by side, so
-                    the sum can exceed ``start``): ``process`` (interpreter and imports), ``context``
-                    (the device's context), ``removal`` (library kernels removed), ``arena``
-                    (grader-owned memory mapped, Triton imported), ``confinement`` (Landlock,
-                    seccomp), ``load`` (the kernel file imported)
+                    the sum can exceed ``start``): ``process`` (interpreter and imports, from
+                    the spawn), ``standby`` (waiting for its launch), ``context`` (the device's
+                    context), ``removal`` (library kernels removed), ``arena`` (grader-owned
+                    memory mapped, Triton imported), ``confinement`` (Landlock, seccomp),
+                    ``load`` (the kernel file imported). A sandbox spawned as pytest configured
+                    (``grader/standby.py``) spent its ``process`` and ``standby`` before the
+                    size began, beside the grader's own start-up
 ``gpu_wait``        waiting for the GPU that other grades on it held for their timing
                     (``devices.exclusive``) or whose memory they held (``gpu_memory.waiting_for_memory``);
                     0 on the CPU
@@ -50,7 +53,7 @@ import math
 import time
 from contextlib import contextmanager
 
-STAGES = ("process", "context", "removal", "arena", "confinement")  # then "load", timed by the grader
+STAGES = ("process", "standby", "context", "removal", "arena", "confinement")  # then "load", timed by the grader
 
 
 @contextmanager

@@ -17,9 +17,10 @@ INHERITED = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PAT
 IMPORT_ROOT = Path(__file__).resolve().parents[2]
 
 
-def variables(scratch: Path, cache_dir: Path | None, uid: int | None, role: str, removes_kernels: bool,
-              device: str) -> dict[str, str]:
-    """The sandbox's whole environment: its scratch as HOME and TMPDIR, its compile caches."""
+def variables(scratch: Path, cache_dir: Path | None, uid: int | None, role: str) -> dict[str, str]:
+    """The sandbox's whole environment at its spawn: its scratch as HOME and TMPDIR, its
+    compile caches. What depends on the device or the environment comes later
+    (:func:`launch_variables`)."""
     env = {k: os.environ[k] for k in INHERITED if k in os.environ}
     caches = cache_dir or scratch
     env.update({
@@ -34,6 +35,14 @@ def variables(scratch: Path, cache_dir: Path | None, uid: int | None, role: str,
     if role == "submission":
         # Compile in-process: no worker pool outliving a call for the thread census to see.
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+    return env
+
+
+def launch_variables(device: str, removes_kernels: bool) -> dict[str, str]:
+    """Variables the sandbox sets on itself from its first message, before it creates a device
+    context, imports Triton or loads the kernel file: nothing reads them earlier (its spawn
+    imports torch only, which reads neither)."""
+    env = {}
     if removes_kernels:
         # Removal works only on kernels not yet on the GPU: modules load on first launch.
         env["CUDA_MODULE_LOADING"] = "LAZY"

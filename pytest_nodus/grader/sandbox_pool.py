@@ -13,10 +13,11 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import inputs, phases
+from pytest_nodus.grader import inputs, phases, roles
 from pytest_nodus.grader.environment import Environment
 from pytest_nodus.grader.processes import adopt_orphans, stray_processes
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
+from pytest_nodus.grader.sandbox_spawn import Spawned
 from pytest_nodus.shared.arena import ALIGN
 
 # Up to this much per call, an arena is sized for every size the fuzz could draw: the CPU
@@ -24,19 +25,10 @@ from pytest_nodus.shared.arena import ALIGN
 FUZZ_ROOM_BYTES = 64 << 20
 
 
-def submission_roles(count: int) -> list[str]:
-    """The roles of ``count`` submissions: ``submission`` alone, or one per attempt of a batch."""
-    return ["submission"] if count == 1 else [f"submission:{i}" for i in range(count)]
-
-
-def is_submission(role: str) -> bool:
-    return role == "submission" or role.startswith("submission:")
-
-
 class SandboxPool:
     def __init__(self, submissions: Path | list[Path], device, audit: bool, expert_cache: Path | None, trusted: bool):
         files = [submissions] if isinstance(submissions, (str, Path)) else list(submissions)
-        self.submissions = {role: Path(p) for role, p in zip(submission_roles(len(files)), files)}
+        self.submissions = {role: Path(p) for role, p in zip(roles.submission_roles(len(files)), files)}
         self.device = device
         self.audit = audit
         self.expert_cache = expert_cache  # persistent compile caches of the trusted files
@@ -50,6 +42,8 @@ class SandboxPool:
         self._load_failures: dict[tuple[str, str], SandboxFailure] = {}
         self._launched: dict[tuple[str, str], Sandbox] = {}  # spawned by launch(), not yet waited for
         self._fatbins: dict[str, dict] = {}  # environment name -> fatbins removed from submissions
+        # role -> a process spawned as pytest configured (grader/standby.py), for the role's first start
+        self.standby: dict[str, Spawned] = {}
 
     def all(self):
         return self._sandboxes.values()
@@ -67,6 +61,9 @@ class SandboxPool:
             sandbox.close()
         self._sandboxes.clear()
         self._launched.clear()
+        for spawned in self.standby.values():
+            spawned.close()  # never needed (a grade that stopped early, or graded no size)
+        self.standby.clear()
         stray_processes([])  # whatever a sandbox detached and no later call found: nothing outlives the grade
 
     def _arena_capacity(self, env: Environment, dims) -> int:
@@ -161,7 +158,7 @@ class SandboxPool:
         if self.device.kind not in env.profiles:
             raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no profile for {self.device.kind}")
         profile = env.profile(self.device.kind)
-        if is_submission(role):
+        if roles.is_submission(role):
             path = self.submissions[role]
         elif role == "expert":
             path = self.yardsticks.get(env.name, profile.expert)
@@ -169,19 +166,25 @@ class SandboxPool:
             path = profile.baselines.get(role.split(":", 1)[1])
         if path is None:
             raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no {role} for {self.device.kind}")
-        process_role = role.split(":", 1)[0]
+        process_role = roles.process_role(role)
+        cache_dir = self.expert_cache if process_role != "submission" else None
+        spawned = self.standby.pop(role, None)
+        if spawned is not None and (not spawned.alive or spawned.cache_dir != cache_dir):
+            spawned.close()  # died while waiting (or spawned for other caches): spawn afresh
+            spawned = None
         kept_out = process_role == "submission" and not self.trusted
         keep_out = env.keep_out
         removed = self._removed_kernels(env) if kept_out else None
         sandbox = Sandbox(path, process_role, self.device.torch_name, env.contract.entry_point,
                           audit=self.audit and keep_out.audited and process_role != "baseline",
-                          cache_dir=self.expert_cache if process_role != "submission" else None,
+                          cache_dir=cache_dir,
                           unreadable_libraries=keep_out.libraries if kept_out else (),
                           unreadable_packages=keep_out.packages if kept_out else (),
                           removed_kernels=removed,
                           removed_templates=keep_out.templates if kept_out else (),
                           # The grader's own files hold no budget: only what it grades is limited.
-                          limits=profile.sandbox_limits(self.device.kind) if process_role == "submission" else None)
+                          limits=profile.sandbox_limits(self.device.kind) if process_role == "submission" else None,
+                          spawned=spawned)
         # A process that leaves a sandbox's tree comes back here (stray_processes). Set at the
         # first start, not at construction: a grade that starts nothing changes nothing.
         adopt_orphans()

@@ -1,9 +1,9 @@
 """Grader side of the sandbox: start it, ask it one thing at a time, bound every wait.
 
-The submission runs in a separate process (``pytest_nodus/sandbox/``) started with a
-scrubbed environment (no grader variables, no pytest state), its own scratch directory as
-cwd, HOME and TMPDIR, and a copy of the kernel file: it never sees the submission's path,
-the sealed directory or the report path. A call that does not answer within the
+The submission runs in a separate process (``pytest_nodus/sandbox/``) spawned inside its
+walls (``grader/sandbox_spawn.py``) with a scrubbed environment (no grader variables, no
+pytest state), its own scratch directory as cwd, HOME and TMPDIR, and a copy of the kernel
+file: it never sees the submission's path, the sealed directory or the report path. A call that does not answer within the
 environment's time limit is a hang: the sandbox's whole process group is killed. A
 sandbox that dies mid-call (exit, signal, CUDA error that kills the context) is reported
 as such; the grade goes on with a fresh sandbox for the next size.
@@ -15,11 +15,9 @@ grader's window, go, close it, and return one :class:`Reading`.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
+import socket
 import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -28,11 +26,10 @@ from pathlib import Path
 from pytest_nodus.grader import heap_build, kernel_errors, phases, sandbox_env, walls
 from pytest_nodus.grader.arena_memory import create_arena
 from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
-from pytest_nodus.grader.cgroup_limits import SandboxLimits
 from pytest_nodus.grader.clock import GraderClock
-from pytest_nodus.grader.reading import Reading
 from pytest_nodus.grader.idle_work import IdleWatch
-from pytest_nodus.grader.processes import REAP_TIMEOUT_S, reap_group
+from pytest_nodus.grader.reading import Reading
+from pytest_nodus.grader.sandbox_spawn import EXIT_WAIT_S, Spawned, spawn
 from pytest_nodus.shared import protocol
 from pytest_nodus.shared.arena import FLAG_BYTES, aligned
 
@@ -49,11 +46,6 @@ class SandboxFailure(Exception):
 
 
 
-def _scratch_root() -> str | None:
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-
-
 class Sandbox:
     """One sandbox process running one kernel file (a submission or an expert)."""
 
@@ -61,7 +53,7 @@ class Sandbox:
                  startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None,
                  unreadable_libraries: tuple[str, ...] = (), removed_kernels: dict | None = None,
                  removed_templates: tuple[str, ...] = (), unreadable_packages: tuple[str, ...] = (),
-                 limits: tuple[int, int] | None = None):
+                 limits: tuple[int, int] | None = None, spawned: Spawned | None = None):
         self.kernel_path = Path(kernel_path)
         self.limit_values, self.limits = limits, None  # (host memory bytes, tasks): grader/cgroup_limits.py
         self.role = role
@@ -90,6 +82,9 @@ class Sandbox:
         self.removed_fatbins = 0  # fatbins this sandbox overwrote (sandbox/fatbin_removal.py), as it said
         self.scratch: Path | None = None
         self.stages_ms: dict[str, float] | None = None  # its start-up by stage (grader/phases.py), until taken
+        self._spawned: Spawned | None = None
+        if spawned is not None:
+            self._adopt(spawned)
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self, arena_capacity: int) -> None:
@@ -97,18 +92,28 @@ class Sandbox:
         self.launch(arena_capacity)
         self.ready()
 
+    def _adopt(self, spawned: Spawned) -> None:
+        """Take over a spawned process (``grader/sandbox_spawn.py``), ours to close from now on."""
+        if spawned.role != self.role or spawned.cache_dir != self.cache_dir:
+            raise ValueError(f"a {spawned.role} sandbox spawned for {spawned.cache_dir} cannot run "
+                             f"a {self.role} with caches in {self.cache_dir}")
+        self._spawned, self.process, self.scratch = spawned, spawned.process, spawned.scratch
+        self.cgroup, self.limits = spawned.cgroup, spawned.limits
+        self._requests, self._replies, self._log = spawned.requests, spawned.replies, spawned.log
+
     def launch(self, arena_capacity: int) -> None:
-        """The first half of :meth:`start`: the arena made, the process spawned and sent its
-        arena; it then starts on its own (imports, context, confinement, the kernel file)
-        while the grader does other work, until :meth:`ready` waits for it."""
+        """The first half of :meth:`start`: the process spawned (unless it was, ahead of the
+        grade: ``grader/standby.py``), its limits written, the arena made and sent with
+        what to run; it then starts on its own (device context, confinement, the kernel
+        file) while the grader does other work, until :meth:`ready` waits for it."""
         import torch
 
         self._exit_asked = False
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{self.role}-", dir=_scratch_root()))
-        # The submission runs as a uid of its own where it can (grader/walls.py): its scratch is its own.
-        uid = walls.sandbox_uid(sandbox_env.IMPORT_ROOT) if self.role == "submission" else None
-        if uid is not None:
-            os.chown(self.scratch, uid, uid)
+        if self._spawned is None:
+            self._adopt(spawn(self.role, self.cache_dir))
+        spawned = self._spawned
+        if self.limits is not None and self.limit_values:
+            self.limits.hold(*self.limit_values)
         arena_capacity = aligned(arena_capacity)  # keeps the flag word aligned
         # On the GPU the calls allocate from a heap in the arena, so the grader can read
         # their outputs where they were written (grader/heap_build.py).
@@ -117,56 +122,42 @@ class Sandbox:
             heap_bytes = heap_build.heap_bytes(arena_capacity // 2)  # the arena holds two calls' slots
             heap_description = {"library": str(heap_build.build()), "offset": arena_capacity, "bytes": heap_bytes}
         self._memory = create_arena(torch.device(self.device), arena_capacity + heap_bytes + FLAG_BYTES,
-                                    self.scratch, owner=uid)
+                                    self.scratch, owner=spawned.uid)
         whole = self._memory.tensor
         self.clock = GraderClock(torch.device(self.device), whole)
         self.arena = whole[:arena_capacity]  # inputs and receipts; the heap and the flag bytes lie past it
         kernel_copy = self.scratch / protocol.KERNEL_FILE
-        shutil.copyfile(self.kernel_path, kernel_copy)
-        if uid is not None:
-            os.chown(kernel_copy, uid, uid)
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
-        env = sandbox_env.variables(self.scratch, self.cache_dir, uid, self.role, bool(self.removed_kernels),
-                                    self.device)
-        launcher, raised = walls.prefix(uid)
-        self.cgroup = SandboxCgroup.create(self.role)
-        self.limits = SandboxLimits.create(self.role, *self.limit_values, own_cgroup=self.cgroup) if self.limit_values else None
-        entered = [*(self.cgroup.enter() if self.cgroup else []), *(self.limits.enter() if self.limits else [])]
-        command = [*walls.die_with_parent(), *entered, *launcher, sys.executable, "-m", "pytest_nodus.sandbox", "--requests-fd", str(req_r), "--replies-fd",
-                   str(rep_w), "--kernel", str(kernel_copy), "--entry-point", self.entry_point,
-                   "--device", self.device, "--scratch", str(self.scratch), "--role", self.role]
-        if not self.audit:
-            command.append("--no-audit")
-        if self.limits is not None and not self.limits.tasks_by_cgroup and walls.OWN_UID in raised:
-            command += ["--max-tasks", str(self.limits.tasks)]  # RLIMIT_NPROC binds a uid of its own only
-        for prefix in self.unreadable_libraries:
-            command += ["--unreadable-library", prefix]
-        for name in self.unreadable_packages:
-            command += ["--unreadable-package", name]
-        for directory in self.removed_templates:
-            command += ["--removed-templates", directory]
-        self._log = open(self.scratch / "sandbox.log", "wb")
-        spawned = time.monotonic()
+        # A new file, never written through a link: the scratch is the sandbox's uid's to write.
+        fd = os.open(kernel_copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as copy:
+            copy.write(self.kernel_path.read_bytes())
+            if spawned.uid is not None:
+                os.fchown(copy.fileno(), spawned.uid, spawned.uid)
+        max_tasks = 0
+        if self.limits is not None and self.limit_values and not self.limits.tasks_by_cgroup \
+                and walls.OWN_UID in spawned.raised:
+            max_tasks = self.limits.tasks  # RLIMIT_NPROC binds a uid of its own only
+        descriptors = self._memory.pass_fds
         try:
-            self.process = subprocess.Popen(command, pass_fds=(req_r, rep_w, *self._memory.pass_fds), cwd=self.scratch,
-                                            env=env, stdin=subprocess.DEVNULL, stdout=self._log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+            if descriptors:
+                socket.send_fds(spawned.descriptors, [b"d"], list(descriptors))
+        except OSError:
+            raise self._death("its start") from None
         finally:
-            os.close(req_r)
-            os.close(rep_w)
             self._memory.started()
-        self._requests = Connection(req_w, readable=False)
-        self._replies = Connection(rep_r, writable=False)
-        protocol.send_request(self._requests, {"op": protocol.ARENA, "arena": self._memory.description,
-                                                "heap": heap_description,
-                                                "remove": self.removed_kernels})
-        self._spawned, self._launcher, self._raised = spawned, launcher, raised
+            spawned.descriptors.close()
+        self.send({"op": protocol.START, "arena": self._memory.description, "heap": heap_description,
+                   "remove": self.removed_kernels, "descriptors": list(descriptors),
+                   "environ": sandbox_env.launch_variables(self.device, bool(self.removed_kernels)),
+                   "device": self.device, "kernel": str(kernel_copy), "entry_point": self.entry_point,
+                   "audit": self.audit, "unreadable_libraries": list(self.unreadable_libraries),
+                   "unreadable_packages": list(self.unreadable_packages),
+                   "removed_templates": list(self.removed_templates), "max_tasks": max_tasks})
 
     def ready(self) -> None:
         """The second half of :meth:`start`: wait for the launched process's start-up and the
         kernel file's load, and read what held around it."""
-        spawned, launcher, raised = self._spawned, self._launcher, self._raised
+        spawned, launcher, raised = self._spawned.at, self._spawned.launcher, self._spawned.raised
         staged = self._await_reply(self.startup_timeout_s, during=kernel_errors.STARTUP)
         staged_at = time.monotonic()
         hello = self._await_reply(self.startup_timeout_s, during="loading the kernel file")
@@ -204,25 +195,20 @@ class Sandbox:
             pass
 
     def close(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+        if self.alive:
             self.ask_to_exit()
             try:
-                self.process.wait(timeout=5)
+                self.process.wait(timeout=EXIT_WAIT_S)
             except subprocess.TimeoutExpired:
                 pass
         self._kill()
-        if self.cgroup is not None:
-            self.cgroup.remove()
-            self.cgroup = None
-        if self.limits is not None:
-            self.limits.remove()
         self.arena = self.clock = None
         if self._memory is not None:
             self._memory.close()  # the sandbox is dead: nothing maps it any more
             self._memory = None
-        if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = None
+        if self._spawned is not None:
+            self._spawned.remove()
+        self.cgroup = self.limits = self.scratch = None
 
     @property
     def alive(self) -> bool:
@@ -357,26 +343,5 @@ class Sandbox:
         return SandboxFailure("error", "process_exit", kernel_errors.exit_detail(code, during, self.log_tail(kernel_errors.LOG_TAIL_CHARS)))
 
     def _kill(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.kill()  # everything it started, wherever re-parented
-        if self.process is not None:
-            # The whole process group, also when the sandbox itself has exited: processes the
-            # submission started (tests/cheats/rmsnorm/forked_worker.py) must not outlive it.
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                if self.process.poll() is None:
-                    self.process.kill()
-            try:
-                self.process.wait(timeout=REAP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                # Stuck in teardown (the GPU driver): left behind rather than waited on forever.
-                sys.stderr.write(f"pytest-nodus: sandbox {self.process.pid} did not end within "
-                                 f"{REAP_TIMEOUT_S:.0f} s of SIGKILL; left behind\n")
-            reap_group(self.process.pid)
-        for conn in ("_requests", "_replies"):
-            c = getattr(self, conn, None)
-            if c is not None and not c.closed:
-                c.close()
-        if getattr(self, "_log", None) is not None and not self._log.closed:
-            self._log.close()
+        if self._spawned is not None:
+            self._spawned.kill()

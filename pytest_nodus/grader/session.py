@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_nodus import __version__
+from pytest_nodus.grader import standby
 from pytest_nodus.grader.suite import GRADED_MARKER, GRADED_PROPERTY, RESULT_PROPERTY, STOPS_THE_GRADE, name_graded_test
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ class NodusSession:
         self.documents: list[dict] = []  # a batch's, one per attempt
         self.rows: list[dict] = []  # a batch's summary rows (grader/batch_files.py)
         self.first_test_at: float | None = None  # where the grade's start-up ends (grader/phases.py)
+        # Spawned now, to import torch beside this process's own start-up (grader/standby.py).
+        self.standby = standby.spawn_for(config, options)
 
     @property
     def is_worker(self) -> bool:
@@ -83,14 +86,14 @@ class NodusSession:
         if self.grader is None:
             from pytest_nodus.grader.grading import Grader
 
-            from pytest_nodus.grader.options import user_cache
+            from pytest_nodus.grader.options import expert_cache
 
-            cache = user_cache() / "expert"
-            self.grader = Grader(self.options.submissions, self.device_choice(), self.grade_seed, expert_cache=cache,
+            self.grader = Grader(self.options.submissions, self.device_choice(), self.grade_seed, expert_cache=expert_cache(),
                                  baselines=self.options.baselines, trusted=self.options.trusted,
                                  fail_fast=self.options.fail_fast)
             self.grader.pool.planned_dims = self.planned_dims  # sizes every arena must hold
             self.grader.pool.yardsticks = self.yardsticks
+            self.grader.pool.standby, self.standby = self.standby, {}  # the pool's to launch or close
         return self.grader
 
     # -- pytest hooks ---------------------------------------------------------------------
@@ -192,6 +195,7 @@ class NodusSession:
         closing = time.monotonic()
         if self.grader is not None:
             self.grader.close()
+        standby.close(self.standby)  # spawned for a grade that graded nothing here
         # In this process only: under xdist the workers start up and close on their own.
         outside = {} if self.first_test_at is None else {
             "startup": 1e3 * (self.first_test_at - self.started), "teardown": 1e3 * (time.monotonic() - closing)}
@@ -225,6 +229,9 @@ class NodusSession:
         meta = self._meta(self.options.submission, not_graded, outside)
         self.document = report.build_grade(self.results, meta, self.options.reruns)
         self._write(session, self.document, stopping)
+
+    def pytest_unconfigure(self, config):
+        standby.close(self.standby)  # a session that never reached its finish
 
     def _meta(self, submission: Path, not_graded: int, outside: dict) -> dict:
         from pytest_nodus.grader import environment

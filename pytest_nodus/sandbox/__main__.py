@@ -1,5 +1,9 @@
 """``python -m pytest_nodus.sandbox``: start up in a fixed order, then serve the grader.
 
+The process is spawned inside its walls knowing only its role and scratch directory
+(``grader/sandbox_spawn.py``): it imports, then waits for its first message (``START``),
+which says what it runs, on which device, what is kept out and where its arena is.
+
 The order is the seal: the device context and every grader-owned mapping (the arena, the
 heap) first, while the process may still read the driver's files; then the
 kernels and templates the environment removes, before anything could have loaded them;
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import socket
 import sys
 import time
 from multiprocessing.connection import Connection
@@ -29,17 +34,27 @@ def _arguments(argv):
     parser = argparse.ArgumentParser(prog="pytest_nodus.sandbox")
     parser.add_argument("--requests-fd", type=int, required=True)
     parser.add_argument("--replies-fd", type=int, required=True)
-    parser.add_argument("--kernel", required=True)
-    parser.add_argument("--entry-point", default="kernel")
-    parser.add_argument("--device", required=True)
+    parser.add_argument("--descriptors-fd", type=int, required=True)
     parser.add_argument("--scratch", required=True)
     parser.add_argument("--role", choices=("submission", "expert", "baseline"), required=True)
-    parser.add_argument("--no-audit", action="store_true")
-    parser.add_argument("--unreadable-library", action="append", default=[])
-    parser.add_argument("--unreadable-package", action="append", default=[])
-    parser.add_argument("--removed-templates", action="append", default=[])
-    parser.add_argument("--max-tasks", type=int, default=0)
     return parser.parse_args(argv)
+
+
+def _descriptors(descriptors_fd: int, start: dict) -> None:
+    """Receive the arena's file descriptors (the GPU arena's memory: ``shared/vmm.py``) and
+    put this process's numbers for them into its description; then close the channel."""
+    channel = socket.socket(fileno=descriptors_fd)
+    try:
+        sent = start["descriptors"]
+        if sent:
+            _, received, _, _ = socket.recv_fds(channel, 1, len(sent))
+            if len(received) != len(sent):
+                raise OSError(f"{len(received)} of {len(sent)} arena descriptors arrived")
+            ours = dict(zip(sent, received))
+            if isinstance(start["arena"], dict) and "vmm_fd" in start["arena"]:
+                start["arena"]["vmm_fd"] = ours[start["arena"]["vmm_fd"]]
+    finally:
+        channel.close()
 
 
 def _load_kernel(path: str, entry_point: str):
@@ -87,12 +102,17 @@ def main(argv=None) -> int:
     args = _arguments(argv)
     requests = Connection(args.requests_fd, writable=False)
     replies = Connection(args.replies_fd, readable=False)
-    device = torch.device(args.device)
+    first = protocol.recv_request(requests)
+    if first["op"] == protocol.EXIT:
+        return 0  # spawned ahead of a grade that never launched it
+    marks.append(["standby", time.monotonic()])
+    os.environ.update(first["environ"])  # before the device context and Triton read them
+    _descriptors(args.descriptors_fd, first)
+    device = torch.device(first["device"])
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.empty(1, device=device)  # create the context before the device files are locked down
     marks.append(["context", time.monotonic()])
-    first = protocol.recv_request(requests)
     removed_fatbins, removal_error = _remove_kernels(first.get("remove"))
     marks.append(["removal", time.monotonic()])
     arena = open_shared(first["arena"], device)
@@ -110,14 +130,14 @@ def main(argv=None) -> int:
     tripwire, filtered, max_tasks = None, False, None
     if args.role == "submission":
         unreadable = []
-        if args.removed_templates and removal_error is None:
+        if first["removed_templates"] and removal_error is None:
             try:
-                unreadable = templates.stub_out(tuple(args.removed_templates))
+                unreadable = templates.stub_out(tuple(first["removed_templates"]))
             except (OSError, RuntimeError) as exc:
                 removal_error = exc  # fail closed, as for fatbins: reported in the hello
-        unreadable += find_packages(tuple(args.unreadable_package))
-        max_tasks = limit_tasks(args.max_tasks)
-        isolation, readable, filtered = confine(args.scratch, device, tuple(args.unreadable_library), unreadable)
+        unreadable += find_packages(tuple(first["unreadable_packages"]))
+        max_tasks = limit_tasks(first["max_tasks"])
+        isolation, readable, filtered = confine(args.scratch, device, tuple(first["unreadable_libraries"]), unreadable)
         tripwire = guard.EscapeTripwire(readable)
         forget_project_root()
     else:
@@ -128,7 +148,7 @@ def main(argv=None) -> int:
     try:
         if removal_error is not None:
             raise RuntimeError(f"kernels could not be removed: {removal_error}")
-        kernel, prepare = _load_kernel(args.kernel, args.entry_point)
+        kernel, prepare = _load_kernel(first["kernel"], first["entry_point"])
         if args.role == "submission":
             prepare = None  # untimed set-up is for the grader's own files (baselines); a submission's work is all timed
     except BaseException as exc:  # noqa: BLE001  a syntax error is a grade, not a crash
@@ -136,7 +156,7 @@ def main(argv=None) -> int:
         return 0
     # Replies go through the module's attribute, looked up at each send: a submission that
     # rewrites it (tests/cheats/rmsnorm/forge_constant_time.py) must find it to rewrite.
-    serving = harness.Harness(device, kernel, arena, audit=not args.no_audit, integrity=integrity, tripwire=tripwire,
+    serving = harness.Harness(device, kernel, arena, audit=first["audit"], integrity=integrity, tripwire=tripwire,
                               prepare=prepare, clock=clock, heap=heap,
                               send=lambda reply: protocol.send_reply(replies, reply),
                               receive=lambda: protocol.recv_request(requests))

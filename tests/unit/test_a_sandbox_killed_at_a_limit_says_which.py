@@ -16,7 +16,10 @@ def _v1(tmp_path, oom_kills: int, refused_forks: int) -> SandboxLimits:
     pids.mkdir()
     (memory / "memory.oom_control").write_text(f"oom_kill_disable 0\nunder_oom 0\noom_kill {oom_kills}\n")
     (pids / "pids.events").write_text(f"max {refused_forks}\n")
-    return SandboxLimits({"memory": memory, "pids": pids}, None, frozenset(), memory_bytes=4 << 30, tasks=48)
+    limits = SandboxLimits({"memory": memory, "pids": pids}, None)
+    limits.hold(4 << 30, 48)  # writes the limit files into these directories: both held
+    assert set(limits.directories) == {"memory", "pids"}
+    return limits
 
 
 def _v2(tmp_path, oom_kills: int, refused_forks: int) -> SandboxLimits:
@@ -24,7 +27,11 @@ def _v2(tmp_path, oom_kills: int, refused_forks: int) -> SandboxLimits:
     own.mkdir()
     (own / "memory.events").write_text(f"low 0\nhigh 0\nmax 7\noom 1\noom_kill {oom_kills}\noom_group_kill 0\n")
     (own / "pids.events").write_text(f"max {refused_forks}\n")
-    return SandboxLimits({}, own, frozenset({"memory", "pids"}), memory_bytes=4 << 30, tasks=48)
+    limits = SandboxLimits({}, own)
+    # As hold() leaves it where the v2 controllers are granted (probing them here would
+    # rearrange this machine's cgroups).
+    limits.v2_held, limits.memory_bytes, limits.tasks = frozenset({"memory", "pids"}), 4 << 30, 48
+    return limits
 
 
 @pytest.fixture(params=[_v1, _v2], ids=["v1", "v2"])

@@ -1,0 +1,50 @@
+"""Sandboxes spawned as pytest configures, so that their start-up overlaps the grader's.
+
+A sandbox's interpreter spends most of its start importing torch (about 4 s on the H200:
+docs/throughput.md), and so does the grading process as it collects the environment. Spawned
+at configure (``grader/sandbox_spawn.py``: inside their walls, told only their role), the
+sandboxes every grade starts (each attempt's, and the expert's unless ``--nodus-fail-fast``
+starts it only once a submission has passed a call) import beside the grader, and the pool
+launches each at its role's first size (``SandboxPool.standby``). One never needed is asked
+to exit when the session ends.
+
+Only in the process that grades: not in an xdist controller (its workers spawn their own),
+not when pytest only collects or prints its help.
+"""
+
+from __future__ import annotations
+
+from pytest_nodus.grader import roles
+from pytest_nodus.grader.options import Options, expert_cache
+from pytest_nodus.grader.sandbox_spawn import Spawned, spawn
+
+
+def wanted(config, options: Options) -> list[str]:
+    """The roles to spawn now: none where this process will grade nothing."""
+    if options.submission is None or config.option.collectonly or getattr(config.option, "help", False):
+        return []
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        return []  # an xdist controller
+    return [*roles.submission_roles(len(options.submissions)), *([] if options.fail_fast else ["expert"])]
+
+
+def spawn_for(config, options: Options) -> dict[str, Spawned]:
+    """role -> its spawned process. A spawn that fails is left to the role's first size,
+    which spawns again and reports what fails there."""
+    spawned = {}
+    for role in wanted(config, options):
+        process_role = roles.process_role(role)
+        try:
+            spawned[role] = spawn(process_role, expert_cache() if process_role != "submission" else None)
+        except OSError:
+            continue
+    return spawned
+
+
+def close(spawned: dict[str, Spawned]) -> None:
+    for process in spawned.values():
+        process.close()
+    spawned.clear()
+
+
+__all__ = ["close", "spawn_for", "wanted"]
