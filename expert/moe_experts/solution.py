@@ -103,23 +103,30 @@ def _up(xg_d, w1_d, w3_d, h1, h3, act, tile_expert, tiles_used, F, D, BLOCK_M: t
 
 
 @triton.jit
-def _rows(a_d, b_d, a2_d, b2_d, c_d, c, c2, h1, h3, tile_expert, tiles_used, N, K, TWO: tl.constexpr,
-          SWIGLU_BACKWARD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-          PROGRAMS: tl.constexpr):
-    """C[r, n] = sum_k A[r, k] B[e][k, n] (+ A2 B2) over row tiles of expert e. B is given as
-    [E*K, N] (K-major rows): a k step past K reads the next expert's rows, where A's columns
-    are TMA's zero fill, so nothing adds. Plain: C stored by TMA. SWIGLU_BACKWARD: the product
-    is da; the epilogue reads h1, h3 and writes dh1 to ``c``, dh3 to ``c2``."""
+def _rows(a_d, b_d, a2_d, b2_d, c_d, c, c2, h1, h3, tile_expert, tiles_used, N, K, B_N_MAJOR: tl.constexpr,
+          TWO: tl.constexpr, SWIGLU_BACKWARD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+          BLOCK_K: tl.constexpr, PROGRAMS: tl.constexpr):
+    """C[r, n] = sum_k A[r, k] B[e][k, n] (+ A2 B2) over row tiles of expert e.
+
+    B is given as [E*K, N] (K-major rows): a k step past K reads the next expert's rows, where
+    A's columns are TMA's zero fill, so nothing adds. B_N_MAJOR: B is given as [E*N, K] (W2 for
+    o = act W2^T) and loaded transposed; a column tile past N reads the next expert's rows into
+    columns the TMA store clips. Plain: C stored by TMA. SWIGLU_BACKWARD: the product is da;
+    the epilogue reads h1, h3 and writes dh1 to ``c``, dh3 to ``c2``."""
     n_tiles = tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tl.load(tiles_used) * n_tiles, PROGRAMS):
         row0, n0, e = _row_tile(tile, n_tiles, tile_expert, BLOCK_M, BLOCK_N)
-        b_row = e * K
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         for k0 in range(0, K, BLOCK_K):
-            acc = tl.dot(a_d.load([row0, k0]), b_d.load([b_row + k0, n0]), acc)
+            a = a_d.load([row0, k0])  # A's tile first: both tiles then share one barrier
+            if B_N_MAJOR:
+                b = b_d.load([e * N + n0, k0]).T
+            else:
+                b = b_d.load([e * K + k0, n0])
+            acc = tl.dot(a, b, acc)
         if TWO:
             for k0 in range(0, K, BLOCK_K):
-                acc = tl.dot(a2_d.load([row0, k0]), b2_d.load([b_row + k0, n0]), acc)
+                acc = tl.dot(a2_d.load([row0, k0]), b2_d.load([e * K + k0, n0]), acc)
         if SWIGLU_BACKWARD:
             rows = row0 + tl.arange(0, BLOCK_M)
             cols = n0 + tl.arange(0, BLOCK_N)
@@ -133,21 +140,6 @@ def _rows(a_d, b_d, a2_d, b2_d, c_d, c, c2, h1, h3, tile_expert, tiles_used, N, 
             tl.store(c2 + out, (da * g * sig).to(tl.bfloat16), mask=mask)
         else:
             c_d.store([row0, n0], acc.to(tl.bfloat16))
-
-
-@triton.jit
-def _rows_nk(a_d, b_d, c_d, tile_expert, tiles_used, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-             BLOCK_K: tl.constexpr, PROGRAMS: tl.constexpr):
-    """C = A B[e]^T with B given as [E*N, K] (N-major rows, W2 for o = a W2^T): a column tile
-    past N reads the next expert's rows into columns the TMA store clips."""
-    n_tiles = tl.cdiv(N, BLOCK_N)
-    for tile in tl.range(tl.program_id(0), tl.load(tiles_used) * n_tiles, PROGRAMS):
-        row0, n0, e = _row_tile(tile, n_tiles, tile_expert, BLOCK_M, BLOCK_N)
-        b_row = e * N + n0
-        acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-        for k0 in range(0, K, BLOCK_K):
-            acc = tl.dot(a_d.load([row0, k0]), b_d.load([b_row, k0]).T, acc)
-        c_d.store([row0, n0], acc.to(tl.bfloat16))
 
 
 @triton.jit
@@ -268,8 +260,9 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     # o = act W2^T: W2[e] is [D, F], N-major rows.
     rows_d = torch.empty(capacity, d, **bf16)  # o, then dx per route
     c = cfg["o"]
-    persistent(_rows_nk, "o", desc(act, bm, c["BLOCK_K"]), desc(w2.view(-1, f), c["BLOCK_N"], c["BLOCK_K"]),
-               desc(rows_d, bm, c["BLOCK_N"]), tile_expert, tiles_used, d, f)
+    a, b, out = desc(act, bm, c["BLOCK_K"]), desc(w2.view(-1, f), c["BLOCK_N"], c["BLOCK_K"]), desc(rows_d, bm, c["BLOCK_N"])
+    persistent(_rows, "o", a, b, a, b, out, rows_d, rows_d, act, act, tile_expert, tiles_used, d, f, B_N_MAJOR=True,
+               TWO=False, SWIGLU_BACKWARD=False)
     y = torch.empty_like(x)
     dweights = torch.zeros(t, k, dtype=torch.float32, device=x.device)
     _combine_y[(t,)](rows_d, dy, weights, row_of_route, y, dweights, d, K=k, BLOCK_D=block_d)
@@ -279,14 +272,14 @@ def kernel(x, topk_ids, topk_weights, w1, w3, w2, dy):
     c = cfg["da"]
     b = desc(w2.view(-1, f), c["BLOCK_K"], c["BLOCK_N"])
     persistent(_rows, "da", desc(dyg, bm, c["BLOCK_K"]), b, desc(dyg, bm, c["BLOCK_K"]), b,
-               desc(dh1, bm, c["BLOCK_N"]), dh1, dh3, h1, h3, tile_expert, tiles_used, f, d, TWO=False,
-               SWIGLU_BACKWARD=True)
+               desc(dh1, bm, c["BLOCK_N"]), dh1, dh3, h1, h3, tile_expert, tiles_used, f, d, B_N_MAJOR=False,
+               TWO=False, SWIGLU_BACKWARD=True)
     # dx per route = dh1 W1 + dh3 W3: B[e] = W1[e] as [K = F, N = D].
     c = cfg["dx"]
     persistent(_rows, "dx", desc(dh1, bm, c["BLOCK_K"]), desc(w1.view(-1, d), c["BLOCK_K"], c["BLOCK_N"]),
                desc(dh3, bm, c["BLOCK_K"]), desc(w3.view(-1, d), c["BLOCK_K"], c["BLOCK_N"]),
-               desc(rows_d, bm, c["BLOCK_N"]), rows_d, rows_d, h1, h3, tile_expert, tiles_used, d, f, TWO=True,
-               SWIGLU_BACKWARD=False)
+               desc(rows_d, bm, c["BLOCK_N"]), rows_d, rows_d, h1, h3, tile_expert, tiles_used, d, f, B_N_MAJOR=False,
+               TWO=True, SWIGLU_BACKWARD=False)
     dx = torch.empty_like(x)
     _combine_dx[(t,)](rows_d, row_of_route, dx, d, K=k, BLOCK_D=block_d)
 
