@@ -52,17 +52,19 @@ class SandboxPool:
         return self._placers[(role, env.name)]
 
     def close(self) -> None:
-        # Every sandbox is asked to exit before any is waited for: each one's exit (its
-        # device context torn down) then overlaps the others' instead of adding up.
+        # Every sandbox is stopped before any is waited for: each one's end (its device
+        # context torn down) then overlaps the others' instead of adding up.
         every = [*self._sandboxes.values(), *self._launched.values()]
         for sandbox in every:
-            sandbox.ask_to_exit()
+            sandbox.stop()
+        for spawned in self.standby.values():
+            spawned.stop()  # never needed (a grade that stopped early, or graded no size)
         for sandbox in every:
             sandbox.close()
         self._sandboxes.clear()
         self._launched.clear()
         for spawned in self.standby.values():
-            spawned.close()  # never needed (a grade that stopped early, or graded no size)
+            spawned.close()
         self.standby.clear()
         stray_processes([])  # whatever a sandbox detached and no later call found: nothing outlives the grade
 

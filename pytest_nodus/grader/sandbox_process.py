@@ -29,7 +29,7 @@ from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
 from pytest_nodus.grader.clock import GraderClock
 from pytest_nodus.grader.idle_work import IdleWatch
 from pytest_nodus.grader.reading import Reading
-from pytest_nodus.grader.sandbox_spawn import EXIT_WAIT_S, Spawned, spawn
+from pytest_nodus.grader.sandbox_spawn import Spawned, spawn
 from pytest_nodus.shared import protocol
 from pytest_nodus.shared.arena import FLAG_BYTES, aligned
 
@@ -71,7 +71,6 @@ class Sandbox:
         if removed_kernels and removed_kernels["spans"]:
             self.unreadable_libraries += (os.path.basename(removed_kernels["library"]),)
         self.process: subprocess.Popen | None = None
-        self._exit_asked = False  # EXIT sent (ask_to_exit): never twice on one pipe
         self.arena = None  # grader-owned; must outlive the process that maps it
         self._memory = None  # the arena's memory (grader/arena_memory.py), given back at close
         self.clock = None  # the grader's clock for this sandbox's calls (grader/clock.py)
@@ -108,7 +107,6 @@ class Sandbox:
         file) while the grader does other work, until :meth:`ready` waits for it."""
         import torch
 
-        self._exit_asked = False
         if self._spawned is None:
             self._adopt(spawn(self.role, self.cache_dir))
         spawned = self._spawned
@@ -182,25 +180,12 @@ class Sandbox:
         if not hello.get("ok"):
             raise SandboxFailure("error", "load_failed", kernel_errors.describe(hello.get("error"), self.kernel_path))
 
-    def ask_to_exit(self) -> None:
-        """Send EXIT once, without waiting: :meth:`close` waits (and kills past its limit)."""
-        if self._exit_asked or self.process is None or self.process.poll() is not None:
-            return
-        self._exit_asked = True
-        if self.cgroup is not None and self.cgroup.frozen:
-            self.cgroup.thaw()  # resting since its last call: frozen, it would never read EXIT
-        try:
-            protocol.send_request(self._requests, {"op": protocol.EXIT})
-        except OSError:
-            pass
+    def stop(self) -> None:
+        """Kill it without waiting (:meth:`close` waits): frozen or not, SIGKILL ends it."""
+        if self._spawned is not None:
+            self._spawned.stop()
 
     def close(self) -> None:
-        if self.alive:
-            self.ask_to_exit()
-            try:
-                self.process.wait(timeout=EXIT_WAIT_S)
-            except subprocess.TimeoutExpired:
-                pass
         self._kill()
         self.arena = self.clock = None
         if self._memory is not None:

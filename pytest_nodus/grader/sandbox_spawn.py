@@ -33,9 +33,6 @@ from pytest_nodus.grader import sandbox_env, walls
 from pytest_nodus.grader.cgroup import SandboxCgroup
 from pytest_nodus.grader.cgroup_limits import SandboxLimits
 from pytest_nodus.grader.processes import REAP_TIMEOUT_S, reap_group
-from pytest_nodus.shared import protocol
-
-EXIT_WAIT_S = 5.0  # for a sandbox asked to exit, before it is killed
 
 
 @dataclass
@@ -61,8 +58,9 @@ class Spawned:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def kill(self) -> None:
-        """Kill it and all it started, and close our ends of its channels."""
+    def stop(self) -> None:
+        """SIGKILL it and all it started, without waiting: a grade's sandboxes are all stopped
+        first, so that their device contexts are torn down side by side."""
         if self.cgroup is not None:
             self.cgroup.kill()  # everything it started, wherever re-parented
         # The whole process group, also when the sandbox itself has exited: processes the
@@ -72,6 +70,10 @@ class Spawned:
         except (ProcessLookupError, PermissionError):
             if self.process.poll() is None:
                 self.process.kill()
+
+    def kill(self) -> None:
+        """Stop it, wait for it, and close our ends of its channels."""
+        self.stop()
         try:
             self.process.wait(timeout=REAP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -95,13 +97,8 @@ class Spawned:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def close(self) -> None:
-        """End one that was never launched: it is waiting for its first message."""
-        if self.alive:
-            try:
-                protocol.send_request(self.requests, {"op": protocol.EXIT})
-                self.process.wait(timeout=EXIT_WAIT_S)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+        """Kill it and remove what it held. Nothing of a sandbox needs a graceful exit: what
+        it reports it has reported, and the kernel frees its memory and device context."""
         self.kill()
         self.remove()
 

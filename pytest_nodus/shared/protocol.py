@@ -13,13 +13,14 @@ A call is three messages, so that only the call itself sits inside the grader's 
            then the sandbox waits for ``ACK``); then the *report*:
            ``{"ok", "flags", "t_stream_ms", "t_call_ms"}`` or ``{"ok": False, "error"}``.
 ``FINISH`` after a size: the late-write check and the kernel audit, ``{"ok", "flags", "audit"}``.
-``EXIT``   end the process.
+
+There is no request to end: the grader kills a sandbox it is done with (SIGKILL to its cgroup
+and process group), and one whose request pipe closes returns.
 
 The first message (``START``) says what the spawned process runs (the kernel file's copy,
 its entry point, the device, the variables to set, what is kept out, its task limit) and hands
 over the arena (its file descriptors, on the GPU, cross a socket of their own just before),
-the heap and the kernels to remove; ``EXIT`` instead ends a process spawned ahead of a grade
-that never needed it. ``START`` is answered twice: ``{"stage": STAGED, "marks"}`` once the sandbox
+the heap and the kernels to remove. It is answered twice: ``{"stage": STAGED, "marks"}`` once the sandbox
 is ready and before the kernel file loads (its start-up stages, ``[name, monotonic s]``:
 ``grader/phases.py``), then the *hello*, ``{"ok", "isolation", "pid", "removed_fatbins"}`` or
 ``{"ok": False, "error"}`` when the kernel file did not load.
@@ -35,7 +36,7 @@ import pickle
 from multiprocessing.connection import Connection
 from typing import Any
 
-START, CALL, GO, ACK, FINISH, EXIT = "start", "call", "go", "ack", "finish", "exit"
+START, CALL, GO, ACK, FINISH = "start", "call", "go", "ack", "finish"
 ARMED, ENQUEUED, STAGED = "armed", "enqueued", "staged"
 HARNESS_ERROR = "harness_error"
 # Reply keys a call's report must hold, numbers the grader checks before using them.

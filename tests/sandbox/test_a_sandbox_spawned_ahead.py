@@ -1,6 +1,6 @@
 """A sandbox spawned ahead of its grade (grader/standby.py) waits, inside its walls, for what
 to run: launched, it runs the kernel file it is then given, with its start-up stages from the
-spawn; never launched, it exits when closed and leaves no process, cgroup or scratch."""
+spawn; never launched, it ends when closed and leaves no process, cgroup or scratch."""
 
 from __future__ import annotations
 
@@ -44,12 +44,9 @@ def test_a_sandbox_never_launched_leaves_nothing():
     assert not cgroup.exists()
 
 
-def test_a_spawned_sandbox_asked_to_exit_ends_by_itself():
+def test_a_sandbox_closed_while_importing_ends_at_once():
     spawned = spawn("expert", None)
-    try:
-        time.sleep(3.0)
-        launcher = spawned.process
-    finally:
-        spawned.close()
-    assert launcher.returncode == 0  # it read EXIT; a kill at the close's limit leaves -9
-    assert not os.path.exists(spawned.scratch)
+    began = time.monotonic()
+    spawned.close()  # still importing torch: killed, not waited for
+    assert time.monotonic() - began < 2.0
+    assert spawned.process.returncode is not None and not os.path.exists(spawned.scratch)
