@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import inputs, phases, roles
+from pytest_nodus.grader import inputs, phases, roles, standby
 from pytest_nodus.grader.environment import Environment
 from pytest_nodus.grader.processes import adopt_orphans, stray_processes
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
@@ -63,9 +63,7 @@ class SandboxPool:
             sandbox.close()
         self._sandboxes.clear()
         self._launched.clear()
-        for spawned in self.standby.values():
-            spawned.close()
-        self.standby.clear()
+        standby.close(self.standby)
         stray_processes([])  # whatever a sandbox detached and no later call found: nothing outlives the grade
 
     def _arena_capacity(self, env: Environment, dims) -> int:

@@ -5,8 +5,8 @@ docs/throughput.md), and so does the grading process as it collects the environm
 at configure (``grader/sandbox_spawn.py``: inside their walls, told only their role), the
 sandboxes every grade starts (each attempt's, and the expert's unless ``--nodus-fail-fast``
 starts it only once a submission has passed a call) import beside the grader, and the pool
-launches each at its role's first size (``SandboxPool.standby``). One never needed is asked
-to exit when the session ends.
+launches each at its role's first size (``SandboxPool.standby``). One never needed is killed
+when the session ends.
 
 Only in the process that grades: not in an xdist controller (its workers spawn their own),
 not when pytest only collects or prints its help.

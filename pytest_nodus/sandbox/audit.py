@@ -5,7 +5,7 @@ audited calls cannot be told from others, and its start-up cost falls on a size'
 call, a warm-up call: started around each call it cost ~0.5 ms per call on the H200,
 inside the timed region. It is torch's autograd profiler with Kineto, not its
 ``torch.profiler.profile`` wrapper: the wrapper's start asks ``hasattr(torch, "_inductor")``,
-which imports inductor and dynamo (1.1-1.7 s of every sandbox's start-up) to read one
+which imports inductor and dynamo (seconds of every sandbox's start-up) to read one
 setting the audit does not use. It runs in the submission's process and its report is a claim
 (``docs/sealing.md``, "What is not sealed"); environments that forbid library kernels keep
 them out of the process by other means as well (``grader/keepout.py``).
