@@ -55,7 +55,7 @@ class Sandbox:
                  removed_templates: tuple[str, ...] = (), unreadable_packages: tuple[str, ...] = (),
                  limits: tuple[int, int] | None = None, spawned: Spawned | None = None):
         self.kernel_path = Path(kernel_path)
-        self.limit_values, self.limits = limits, None  # (host memory bytes, tasks): grader/cgroup_limits.py
+        self.limit_values = limits  # (host memory bytes, tasks): grader/cgroup_limits.py
         self.role = role
         self.device = device
         self.entry_point = entry_point
@@ -70,20 +70,38 @@ class Sandbox:
         self.unreadable_packages = tuple(unreadable_packages)  # top-level module names, a submission's only
         if removed_kernels and removed_kernels["spans"]:
             self.unreadable_libraries += (os.path.basename(removed_kernels["library"]),)
-        self.process: subprocess.Popen | None = None
         self.arena = None  # grader-owned; must outlive the process that maps it
         self._memory = None  # the arena's memory (grader/arena_memory.py), given back at close
         self.clock = None  # the grader's clock for this sandbox's calls (grader/clock.py)
         self.isolation: list[str] = []  # what held, for the grade (grader/walls.py, sandbox/confine.py)
         self.pid: int | None = None  # the sandbox's own pid; self.process is its launcher when walled
-        self.cgroup: SandboxCgroup | None = None  # its CPU count, freeze and kill (grader/cgroup.py)
         self.idle = IdleWatch()  # what it ran between calls (grader/idle_work.py)
         self.removed_fatbins = 0  # fatbins this sandbox overwrote (sandbox/fatbin_removal.py), as it said
-        self.scratch: Path | None = None
         self.stages_ms: dict[str, float] | None = None  # its start-up by stage (grader/phases.py), until taken
+        # Its process, channels, scratch, cgroup and limits (grader/sandbox_spawn.py): None
+        # until spawned or adopted, and again once closed.
         self._spawned: Spawned | None = None
         if spawned is not None:
             self._adopt(spawned)
+
+    @property
+    def process(self) -> subprocess.Popen | None:
+        """Its launcher where walls are raised, else the sandbox itself."""
+        return self._spawned.process if self._spawned else None
+
+    @property
+    def scratch(self) -> Path | None:
+        return self._spawned.scratch if self._spawned else None
+
+    @property
+    def cgroup(self) -> SandboxCgroup | None:
+        """Its CPU count, freeze and kill (grader/cgroup.py)."""
+        return self._spawned.cgroup if self._spawned else None
+
+    @property
+    def limits(self):
+        """Its memory and task limits (grader/cgroup_limits.py), a submission's only."""
+        return self._spawned.limits if self._spawned else None
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self, arena_capacity: int) -> None:
@@ -96,8 +114,7 @@ class Sandbox:
         if spawned.role != self.role or spawned.cache_dir != self.cache_dir:
             raise ValueError(f"a {spawned.role} sandbox spawned for {spawned.cache_dir} cannot run "
                              f"a {self.role} with caches in {self.cache_dir}")
-        self._spawned, self.process, self.scratch = spawned, spawned.process, spawned.scratch
-        self.cgroup, self.limits = spawned.cgroup, spawned.limits
+        self._spawned = spawned
         self._requests, self._replies, self._log = spawned.requests, spawned.replies, spawned.log
 
     def launch(self, arena_capacity: int) -> None:
@@ -193,7 +210,7 @@ class Sandbox:
             self._memory = None
         if self._spawned is not None:
             self._spawned.remove()
-        self.cgroup = self.limits = self.scratch = None
+        self._spawned = None
 
     @property
     def alive(self) -> bool:
