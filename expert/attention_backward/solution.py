@@ -23,7 +23,14 @@ Structure it exploits:
   tiles of one head dim differ between a 1024 and a 4096 window, and between lengths.
 * The per-element mask only on tiles that need it (diagonal, window edge, document edge);
   interior tiles skip it (on the H200, dK/dV at D = 256: 1.78 ms instead of 2.88 ms).
+* Scheduling (``DQ_BESIDE``, ``DQ_LAST_ROWS_FIRST``): dQ needs nothing dK/dV computes, so on
+  the GPU it can run on a second stream beside it (joined before the call returns), the last
+  wave of either kernel filled by the other's programs; and its row blocks can go last rows
+  first: under the causal mask a row block's work grows with its place in its document, so
+  the lightest blocks come last.
 """
+
+import contextlib
 
 import torch
 import triton
@@ -195,9 +202,13 @@ _dkdv = triton.autotune(configs=_configs(_DKDV_SMALL + _DKDV_LARGE), key=_KEY,
 def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_ptr, T, window, scale,
         scale_log2, T_CLASS, WINDOW_CLASS, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_EVERY_TILE: tl.constexpr = False,
-        LOADS_TMA: tl.constexpr = False):
-    """dQ for one block of queries of one head, the streamed K and V tiles by TMA with LOADS_TMA."""
-    start_m = tl.program_id(0) * BLOCK_M
+        LOADS_TMA: tl.constexpr = False, LAST_ROWS_FIRST: tl.constexpr = False):
+    """dQ for one block of queries of one head, the streamed K and V tiles by TMA with LOADS_TMA;
+    LAST_ROWS_FIRST: program 0 takes the last block of rows."""
+    block = tl.program_id(0)
+    if LAST_ROWS_FIRST:
+        block = tl.num_programs(0) - 1 - block
+    start_m = block * BLOCK_M
     head = tl.program_id(1)
     kv_head = head // GROUP
     rows = start_m + tl.arange(0, BLOCK_M)
@@ -267,6 +278,17 @@ DQ_BY_TMA = True
 # The tiles each loop streams (Q and dO for dK/dV, K and V for dQ) by TMA descriptors instead
 # of pointer loads: no address arithmetic in registers, rows past T zero-filled by the copy.
 LOADS_BY_TMA = True
+# dQ on a second stream beside dK/dV (the GPU only), and its row blocks last rows first: both
+# off until timed on the H200 (tools/probes/kernel_profile.py --sweep DQ_BESIDE).
+DQ_BESIDE = False
+DQ_LAST_ROWS_FIRST = False
+_SIDE_STREAMS: dict = {}  # one per device, made at its first call
+
+
+def _side_stream(device: torch.device):
+    if device not in _SIDE_STREAMS:
+        _SIDE_STREAMS[device] = torch.cuda.Stream(device)
+    return _SIDE_STREAMS[device]
 
 
 def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
@@ -292,9 +314,20 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
             FUSE_DQ=True, DQ_TMA=by_tma, **common)
         _dq_finish[(triton.cdiv(dq.numel(), 4096),)](dq_acc, dq, dq.numel(), scale, BLOCK=4096)
         return dq, dk, dv
+    beside = DQ_BESIDE and q.is_cuda
+    if beside:  # the side stream starts once the tables and delta are written
+        main, side = torch.cuda.current_stream(q.device), _side_stream(q.device)
+        side.wait_stream(main)
     _dkdv[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](
         q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, delta, t, window, scale, scale * LOG2E,
         FUSE_DQ=False, **common)
-    _dq[lambda meta: (triton.cdiv(t, meta["BLOCK_M"]), hq)](
-        q, k, v, do, lse, delta, tables[0], tables[1], dq, t, window, scale, scale * LOG2E, **common)
+    with torch.cuda.stream(side) if beside else contextlib.nullcontext():
+        _dq[lambda meta: (triton.cdiv(t, meta["BLOCK_M"]), hq)](
+            q, k, v, do, lse, delta, tables[0], tables[1], dq, t, window, scale, scale * LOG2E,
+            LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
+    if beside:
+        # Joined before returning: the gradients are read from the caller's stream. Every
+        # tensor the side stream touches was made on the main one, which now waits for it,
+        # so none of their memory is handed out again before dQ is done.
+        main.wait_stream(side)
     return dq, dk, dv

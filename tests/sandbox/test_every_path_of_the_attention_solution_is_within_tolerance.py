@@ -1,5 +1,5 @@
-"""Every path of the attention solution (dQ by its own kernel or fused; the streamed tiles by TMA
-or by pointers) is within tolerance in the interpreter."""
+"""Every path of the attention solution (dQ by its own kernel, its row blocks in either order, or
+fused; the streamed tiles by TMA or by pointers) is within tolerance in the interpreter."""
 
 from __future__ import annotations
 
@@ -20,25 +20,28 @@ SIZES = [
 ]
 
 
-CHECK = """
+# (dQ fused, streamed tiles by TMA, dQ's row blocks last rows first)
+PATHS = ((False, True, True), (False, True, False), (False, False, False), (True, True, False), (True, False, False))
+CHECK = f"PATHS = {PATHS!r}\n" + """
 from pytest_nodus.grader.correctness import check_outputs
 rows = []
-for fused, by_tma in ((False, True), (False, False), (True, True), (True, False)):
+for fused, by_tma, rows_first in PATHS:
     solution.FUSED_DQ = {"small": fused, "large": fused}
     solution.LOADS_BY_TMA = by_tma
+    solution.DQ_LAST_ROWS_FIRST = rows_first
     for dims in json.loads(sys.argv[1]):
         fresh = inputs.make_inputs(ENV, dims, 7, torch.device("cpu"))
         out = solution.kernel(*[fresh[s.name] for s in ENV.contract.inputs])
         checks = check_outputs(list(out), ENV.reference(fresh), ENV.contract, ENV.tolerance)
-        rows.append({"fused": fused, "tma": by_tma, "dims": dims, "checks": [[c.name, c.error, c.limit] for c in checks]})
+        rows.append({"fused": fused, "tma": by_tma, "rows_first": rows_first, "dims": dims, "checks": [[c.name, c.error, c.limit] for c in checks]})
 print(json.dumps(rows))
 """
 
 
 def test_every_path_of_the_attention_solution_is_within_tolerance():
     rows = attention_solution_child.run(CHECK, json.dumps(SIZES))
-    assert len(rows) == 4 * len(SIZES)
-    failed = [(r["fused"], r["tma"], r["dims"], name, error, limit)
+    assert len(rows) == len(PATHS) * len(SIZES)
+    failed = [(r["fused"], r["tma"], r["rows_first"], r["dims"], name, error, limit)
               for r in rows for name, error, limit in r["checks"] if not error <= limit]
     assert not failed, failed
     assert {name for r in rows for name, _, _ in r["checks"]} == {"dq", "dk", "dv"}
