@@ -14,7 +14,8 @@
 #   bash tools/gpu_check.sh prefill_cheats  # chunked_prefill: its cheats alone
 #   bash tools/gpu_check.sh prefill_solution  # chunked_prefill: solution x3 and the starting kernel
 #   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, solution x3, starting kernel, cheats;
-#                                        # moe_expert, moe_solution (with the starting kernel), moe_cheats: one part
+#                                        # moe_expert, moe_solution (with the starting kernel), moe_cheats: one part;
+#                                        # MOE_RERUNS=N (default 3) reruns of the solution
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
 #                                        # BASELINES_K="public" (or "hidden") for one half per GPU
 #   bash tools/gpu_check.sh stability    # rmsnorm_stability + attention_stability: the expert graded as
@@ -241,7 +242,7 @@ for MODE in "${@:-quick}"; do
     [ $MODE = moe ] || [ $MODE = moe_expert ] && grade moe_experts moe_expert_as_submission \
       expert/moe_experts/expert_grouped_mm.py $SEALED --nodus-trusted --nodus-reruns=3
     if [ $MODE = moe ] || [ $MODE = moe_solution ]; then
-      grade moe_experts moe_solution expert/moe_experts/solution.py $SEALED --nodus-reruns=3
+      grade moe_experts moe_solution expert/moe_experts/solution.py $SEALED --nodus-reruns=${MOE_RERUNS:-3}
       grade moe_experts moe_starting_kernel env_suites/moe_experts/starting_kernel.py $SEALED
     fi
     [ $MODE = moe ] || [ $MODE = moe_cheats ] && ls tests/cheats/moe_experts/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} \
