@@ -23,11 +23,10 @@ Structure it exploits:
   tiles of one head dim differ between a 1024 and a 4096 window, and between lengths.
 * The per-element mask only on tiles that need it (diagonal, window edge, document edge);
   interior tiles skip it (on the H200, dK/dV at D = 256: 1.78 ms instead of 2.88 ms).
-* Scheduling (``DQ_BESIDE``, ``DQ_LAST_ROWS_FIRST``): dQ needs nothing dK/dV computes, so on
-  the GPU it can run on a second stream beside it (joined before the call returns), the last
-  wave of either kernel filled by the other's programs; and its row blocks can go last rows
-  first: under the causal mask a row block's work grows with its place in its document, so
-  the lightest blocks come last.
+* Scheduling: dQ needs nothing dK/dV computes, so on the GPU it runs on a second stream
+  beside it (joined before the call returns), the last wave of either kernel filled by the
+  other's programs; and its row blocks go last rows first: under the causal mask a row
+  block's work grows with its place in its document, so the lightest blocks come last.
 """
 
 import contextlib
@@ -278,10 +277,12 @@ DQ_BY_TMA = True
 # The tiles each loop streams (Q and dO for dK/dV, K and V for dQ) by TMA descriptors instead
 # of pointer loads: no address arithmetic in registers, rows past T zero-filled by the copy.
 LOADS_BY_TMA = True
-# dQ on a second stream beside dK/dV (the GPU only), and its row blocks last rows first: both
-# off until timed on the H200 (tools/probes/kernel_profile.py --sweep DQ_BESIDE).
-DQ_BESIDE = False
-DQ_LAST_ROWS_FIRST = False
+# dQ on a second stream beside dK/dV (the GPU only), and its row blocks last rows first. On the
+# H200 (tools/probes/kernel_profile.py --sweep DQ_BESIDE, docs/results/attention_backward.md)
+# the two together were 0-22% faster per timed size; the reversed order alone gains nothing,
+# it pays only where the two kernels overlap.
+DQ_BESIDE = True
+DQ_LAST_ROWS_FIRST = True
 _SIDE_STREAMS: dict = {}  # one per device, made at its first call
 
 
