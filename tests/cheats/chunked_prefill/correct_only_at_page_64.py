@@ -28,6 +28,10 @@ def kernel(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, max_se
         v = v_rows[rows].float().transpose(0, 1).repeat_interleave(hq // hkv, 0)
         positions = torch.arange(context - n, context, device=q.device)
         mask = positions[:, None] >= keys[None, :]
-        scores = (softmax_scale * q[q0:q1].float().transpose(0, 1) @ k.transpose(1, 2)).masked_fill(~mask, float("-inf"))
-        o[q0:q1] = (torch.softmax(scores, -1) @ v).transpose(0, 1).to(q.dtype)
+        step = max(1, (1 << 28) // (hq * context))  # query rows per block: ~1 GiB of fp32 scores
+        for r in range(q0, q1, step):
+            e = min(q1, r + step)
+            scores = softmax_scale * q[r:e].float().transpose(0, 1) @ k.transpose(1, 2)
+            scores = scores.masked_fill(~mask[r - q0:e - q0], float("-inf"))
+            o[r:e] = (torch.softmax(scores, -1) @ v).transpose(0, 1).to(q.dtype)
     return o

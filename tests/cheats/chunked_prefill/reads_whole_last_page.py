@@ -27,6 +27,10 @@ def kernel(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, max_se
         keys = torch.arange(k.shape[1], device=q.device)
         # Causal by position, but the tail of the last page is never cut off.
         visible = (keys[None, :] <= position[:, None]) | (keys[None, :] >= context)
-        scores = (softmax_scale * qs @ k.transpose(1, 2)).masked_fill(~visible, float("-inf"))
-        o[q0:q1] = (torch.softmax(scores, -1) @ v).transpose(0, 1).to(q.dtype)
+        step = max(1, (1 << 28) // (hq * k.shape[1]))  # query rows per block: ~1 GiB of fp32 scores
+        for r in range(q0, q1, step):
+            e = min(q1, r + step)
+            scores = softmax_scale * qs[:, r - q0:e - q0] @ k.transpose(1, 2)
+            scores = scores.masked_fill(~visible[r - q0:e - q0], float("-inf"))
+            o[r:e] = (torch.softmax(scores, -1) @ v).transpose(0, 1).to(q.dtype)
     return o
