@@ -23,11 +23,11 @@ def _options(attempts=1, fail_fast=False):
 
 
 def test_a_grade_spawns_its_submission_and_its_expert():
-    assert standby.wanted(_config(), _options()) == ["submission", "expert"]
+    assert standby.wanted(_config(), _options()) == ["expert", "submission"]
 
 
 def test_a_batch_spawns_every_attempt():
-    assert standby.wanted(_config(), _options(3)) == ["submission:0", "submission:1", "submission:2", "expert"]
+    assert standby.wanted(_config(), _options(3)) == ["expert", "submission:0", "submission:1", "submission:2"]
 
 
 def test_fail_fast_leaves_the_expert_to_the_first_passed_call():
@@ -36,7 +36,7 @@ def test_fail_fast_leaves_the_expert_to_the_first_passed_call():
 
 def test_an_xdist_controller_spawns_nothing_and_its_workers_do():
     assert standby.wanted(_config(numprocesses=2), _options()) == []
-    assert standby.wanted(_config(numprocesses=2, worker=True), _options()) == ["submission", "expert"]
+    assert standby.wanted(_config(numprocesses=2, worker=True), _options()) == ["expert", "submission"]
 
 
 def test_nothing_without_a_submission_or_when_only_collecting():
