@@ -39,6 +39,7 @@
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
+#   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
 # ATTENTION_PARALLEL=N grades N attention cheats at once (default 1); the grades' memory
@@ -217,6 +218,13 @@ for MODE in "${@:-quick}"; do
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
     grade rmsnorm phases_rmsnorm expert/rmsnorm/solution.py $SEALED
     grade attention_backward phases_attention expert/attention_backward/solution.py $SEALED ;;
+  compile_ahead)
+    # The attention solution with its autotuning candidates compiled side by side
+    # (COMPILE_AHEAD), then as it is, one sealed rerun each, alone: calls_first is the figure.
+    sed 's/^COMPILE_AHEAD = False/COMPILE_AHEAD = True/' expert/attention_backward/solution.py > $WORK/solution_ahead.py
+    grep -q '^COMPILE_AHEAD = True' $WORK/solution_ahead.py || { echo "COMPILE_AHEAD not found"; exit 2; }
+    grade attention_backward compile_ahead $WORK/solution_ahead.py $SEALED
+    grade attention_backward compile_as_is expert/attention_backward/solution.py $SEALED ;;
   xdist)
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")

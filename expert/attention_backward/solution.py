@@ -30,6 +30,7 @@ Structure it exploits:
 """
 
 import contextlib
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import triton
@@ -97,7 +98,9 @@ def _by_head_dim(small, large):
     def prune(configs, named_args, **kwargs):
         d = kwargs["D"] if "D" in kwargs else named_args["D"]  # constexprs come as keywords
         wanted = small if d <= 128 else large
-        kept = [c for c in configs if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages) in wanted]
+        shape = lambda c: (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages)  # noqa: E731
+        kept = [c for i, c in enumerate(configs)  # once each: a shape listed for both classes is timed once
+                if shape(c) in wanted and shape(c) not in map(shape, configs[:i])]
         kept = kept or configs[:1]
         return kept if named_args["q_ptr"].is_cuda else kept[:1]
     return {"early_config_prune": prune}
@@ -286,6 +289,35 @@ DQ_LAST_ROWS_FIRST = True
 _SIDE_STREAMS: dict = {}  # one per device, made at its first call
 
 
+# Compile every candidate the autotuners are about to time side by side, before they time them
+# one after the other: Triton compiles (MLIR passes, ptxas) outside the GIL, so a new shape
+# waits for about one compile instead of five or six (four kernels: 1.2-1.3 s in threads,
+# 2.1-2.6 s in turn, on 2 cores: tools/probes/parallel_compile.py). Off until a grade on the
+# H200 shows its first calls shorter (tools/gpu_check.sh compile_ahead).
+COMPILE_AHEAD = False
+_AHEAD: set = set()  # the launches' constexprs and autotuning keys compiled ahead
+
+
+def _compile_ahead(launches) -> None:
+    """``launches``: (autotuner, args, kwargs) as each is about to be called. Needs Triton's
+    AsyncCompileMode (3.4 on); where it is missing or a compile fails, the autotuner compiles
+    as it always does."""
+    mode = getattr(triton, "AsyncCompileMode", None)
+    if mode is None:
+        return
+    jobs = []
+    for tuner, args, kwargs in launches:
+        named = dict(zip(tuner.arg_names, args))
+        for config in tuner.early_config_prune(tuner.configs, named, **kwargs):
+            jobs.append((tuner.fn, args, {**kwargs, **config.all_kwargs()}))
+    try:
+        with ThreadPoolExecutor(len(jobs)) as pool, mode(pool):
+            for fn, args, kwargs in jobs:
+                fn.warmup(*args, grid=(1,), **kwargs)
+    except Exception:  # noqa: BLE001  a failed compile is the autotuner's to report
+        pass
+
+
 def _side_stream(device: torch.device):
     if device not in _SIDE_STREAMS:
         _SIDE_STREAMS[device] = torch.cuda.Stream(device)
@@ -315,17 +347,20 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
             FUSE_DQ=True, DQ_TMA=by_tma, **common)
         _dq_finish[(triton.cdiv(dq.numel(), 4096),)](dq_acc, dq, dq.numel(), scale, BLOCK=4096)
         return dq, dk, dv
+    dkdv_args = (q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, delta, t, window, scale, scale * LOG2E)
+    dq_args = (q, k, v, do, lse, delta, tables[0], tables[1], dq, t, window, scale, scale * LOG2E)
+    dq_kwargs = dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
+    ahead = (hq, hkv, t % 16 == 0, *common.values())  # what the compiled kernels are specialised on
+    if COMPILE_AHEAD and q.is_cuda and ahead not in _AHEAD:
+        _AHEAD.add(ahead)
+        _compile_ahead([(_dkdv, dkdv_args, dict(FUSE_DQ=False, **common)), (_dq, dq_args, dq_kwargs)])
     beside = DQ_BESIDE and q.is_cuda
     if beside:  # the side stream starts once the tables and delta are written
         main, side = torch.cuda.current_stream(q.device), _side_stream(q.device)
         side.wait_stream(main)
-    _dkdv[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](
-        q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, delta, t, window, scale, scale * LOG2E,
-        FUSE_DQ=False, **common)
+    _dkdv[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](*dkdv_args, FUSE_DQ=False, **common)
     with torch.cuda.stream(side) if beside else contextlib.nullcontext():
-        _dq[lambda meta: (triton.cdiv(t, meta["BLOCK_M"]), hq)](
-            q, k, v, do, lse, delta, tables[0], tables[1], dq, t, window, scale, scale * LOG2E,
-            LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
+        _dq[lambda meta: (triton.cdiv(t, meta["BLOCK_M"]), hq)](*dq_args, **dq_kwargs)
     if beside:
         # Joined before returning: the gradients are read from the caller's stream. Every
         # tensor the side stream touches was made on the main one, which now waits for it,
