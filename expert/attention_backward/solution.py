@@ -98,9 +98,12 @@ def _by_head_dim(small, large):
     def prune(configs, named_args, **kwargs):
         d = kwargs["D"] if "D" in kwargs else named_args["D"]  # constexprs come as keywords
         wanted = small if d <= 128 else large
-        shape = lambda c: (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages)  # noqa: E731
-        kept = [c for i, c in enumerate(configs)  # once each: a shape listed for both classes is timed once
-                if shape(c) in wanted and shape(c) not in map(shape, configs[:i])]
+        kept, seen = [], set()  # once each: a shape listed for both classes is timed once
+        for c in configs:
+            shape = (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages)
+            if shape in wanted and shape not in seen:
+                seen.add(shape)
+                kept.append(c)
         kept = kept or configs[:1]
         return kept if named_args["q_ptr"].is_cuda else kept[:1]
     return {"early_config_prune": prune}
@@ -349,16 +352,16 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
         return dq, dk, dv
     dkdv_args = (q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, delta, t, window, scale, scale * LOG2E)
     dq_args = (q, k, v, do, lse, delta, tables[0], tables[1], dq, t, window, scale, scale * LOG2E)
-    dq_kwargs = dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
-    ahead = (hq, hkv, t % 16 == 0, *common.values())  # what the compiled kernels are specialised on
+    dkdv_kwargs, dq_kwargs = dict(FUSE_DQ=False, **common), dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
+    ahead = (t % 16 == 0, *common.values())  # what the compiled kernels are specialised on
     if COMPILE_AHEAD and q.is_cuda and ahead not in _AHEAD:
         _AHEAD.add(ahead)
-        _compile_ahead([(_dkdv, dkdv_args, dict(FUSE_DQ=False, **common)), (_dq, dq_args, dq_kwargs)])
+        _compile_ahead([(_dkdv, dkdv_args, dkdv_kwargs), (_dq, dq_args, dq_kwargs)])
     beside = DQ_BESIDE and q.is_cuda
     if beside:  # the side stream starts once the tables and delta are written
         main, side = torch.cuda.current_stream(q.device), _side_stream(q.device)
         side.wait_stream(main)
-    _dkdv[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](*dkdv_args, FUSE_DQ=False, **common)
+    _dkdv[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](*dkdv_args, **dkdv_kwargs)
     with torch.cuda.stream(side) if beside else contextlib.nullcontext():
         _dq[lambda meta: (triton.cdiv(t, meta["BLOCK_M"]), hq)](*dq_args, **dq_kwargs)
     if beside:

@@ -88,10 +88,16 @@ def _captured(fn: JITFunction, args: tuple, kwargs: dict):
     return signature, constexprs, attrs, options
 
 
-def _report(fn: JITFunction, launch) -> str:
+def compile_sm90(fn: JITFunction, launch):
+    """One captured launch (``_captured``) compiled for sm_90a as Triton's JIT would on the H200."""
     signature, constexprs, attrs, options = launch
-    compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
-                              target=GPUTarget("cuda", 90, 32), options=options)
+    return triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
+                          target=GPUTarget("cuda", 90, 32), options=options)
+
+
+def _report(fn: JITFunction, launch) -> str:
+    _, constexprs, _, options = launch
+    compiled = compile_sm90(fn, launch)
     ptx = compiled.asm["ptx"]
     # Where Triton bundles two, the newer (ptxas-blackwell) is the one that reads its PTX version.
     bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"

@@ -2,7 +2,7 @@
 compiled for sm_90a (to cubin, ptxas included; no GPU needed) one after the other, then each in
 its own thread, with a fresh cache for each pass.
 
-    python3 tools/probes/parallel_compile.py [ENV] [KERNEL_FILE] [--size public-1] [--reps 2]
+    python3 tools/probes/parallel_compile.py [ENV] [KERNEL_FILE] [--size public-N] [--reps 2]
 
 A solution that compiles its autotuning candidates ahead (``COMPILE_AHEAD``) gains only where
 the threads' wall is well under the sequential one.
@@ -21,18 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import triton  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.compiler import ASTSource  # noqa: E402
-
 from pytest_nodus.commands import sm90  # noqa: E402
 from pytest_nodus.grader.api import installed_environments  # noqa: E402
 
 
 def _compile(launch) -> None:
-    fn, (signature, constexprs, attrs, options) = launch
-    triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
-                   target=GPUTarget("cuda", 90, 32), options=options)
+    sm90.compile_sm90(*launch)
 
 
 def main() -> int:
