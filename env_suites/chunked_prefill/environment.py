@@ -9,21 +9,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from env_suites.chunked_prefill import reference
+from env_suites.chunked_prefill import exact_pieces, reference
 from pytest_nodus import (ATTENTION_LIBRARIES, Choice, Contract, Cost, Environment, IntRange, Normwise, Profile,
                           ScalarSpec, SizeDomain, TensorSpec)
 
 EXPERT = Path(__file__).resolve().parents[2] / "expert" / "chunked_prefill"
 
 
+_ARGUMENTS = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens", "cu_seqlens_q", "softmax_scale")
+
+
+def _reference(inputs: dict):
+    """The fp32 reference: on a GPU by exact bf16 products where ``exact_pieces.ON_CUDA``."""
+    return exact_pieces.attention if inputs["q"].is_cuda and exact_pieces.ON_CUDA else reference.attention
+
+
 def attention(inputs: dict):
-    return (reference.attention(*(inputs[n] for n in ("q", "k_cache", "v_cache", "block_table", "cache_seqlens",
-                                                      "cu_seqlens_q", "softmax_scale"))),)
+    return (_reference(inputs)(*(inputs[n] for n in _ARGUMENTS)),)
 
 
 def rounded_attention(inputs: dict):
-    return (reference.attention(*(inputs[n] for n in ("q", "k_cache", "v_cache", "block_table", "cache_seqlens",
-                                                      "cu_seqlens_q", "softmax_scale")), rounded=True),)
+    return (_reference(inputs)(*(inputs[n] for n in _ARGUMENTS), rounded=True),)
 
 
 def visible_pairs(dims) -> int:

@@ -18,7 +18,8 @@ chunk of query rows, the scores of each KV head's query-head group against the k
 can see. The largest temporaries are ``Hq x rows x keys`` fp32 (about four alive at once);
 rows shrink so those stay under ``BUDGET_BYTES`` (1 GiB): at L = 131072 and Hq = 32 that is
 16 rows per chunk, and the gathered keys and values of one sequence add 2 x L x Hkv x D x 4 B
-(1 GiB at Hkv = 8, D = 128).
+(1 GiB at Hkv = 8, D = 128). ``exact_pieces.py`` is the same reference with its products on
+tensor cores, exactly.
 """
 
 from __future__ import annotations
@@ -110,10 +111,11 @@ def make_inputs(dims, generator: torch.Generator, device: torch.device) -> dict:
             "cu_seqlens_q": cu.to(device), "max_seqlen_q": max(lengths), "softmax_scale": d ** -0.5}
 
 
-def gathered(cache: torch.Tensor, table_row: torch.Tensor, tokens: int) -> torch.Tensor:
-    """One sequence's first ``tokens`` cached rows, fp32 ``[Hkv, tokens, D]``."""
+def gathered(cache: torch.Tensor, table_row: torch.Tensor, tokens: int,
+             dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """One sequence's first ``tokens`` cached rows, ``[Hkv, tokens, D]``."""
     page = cache.shape[2]
-    pages = cache[table_row[: -(-tokens // page)].long()].float()  # [n, Hkv, page, D]
+    pages = cache[table_row[: -(-tokens // page)].long()].to(dtype)  # [n, Hkv, page, D]
     return pages.transpose(0, 1).reshape(cache.shape[1], -1, cache.shape[3])[:, :tokens]
 
 
