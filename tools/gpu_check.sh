@@ -40,8 +40,8 @@
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
-#   bash tools/gpu_check.sh prefill_reference  # chunked_prefill's two fp32 references per sealed size, then
-#                                        # the solution graded with the tensor-core one (exact_pieces.ON_CUDA)
+#   bash tools/gpu_check.sh exact_references  # plain and tensor-core fp32 references per sealed size (prefill,
+#                                        # attention), then both solutions graded with the tensor-core ones
 # Several modes run in order: bash tools/gpu_check.sh quick attention
 # RMSNORM_PARALLEL=N (default 4) grades N rmsnorm cheats at once in mode cheats.
 # ATTENTION_PARALLEL=N grades N attention cheats at once (default 1); the grades' memory
@@ -227,14 +227,18 @@ for MODE in "${@:-quick}"; do
     grep -q '^COMPILE_AHEAD = True' $WORK/solution_ahead.py || { echo "COMPILE_AHEAD not found"; exit 2; }
     grade attention_backward compile_ahead $WORK/solution_ahead.py $SEALED
     grade attention_backward compile_as_is expert/attention_backward/solution.py $SEALED ;;
-  prefill_reference)
-    # Agreement and seconds of the plain and the tensor-core reference per sealed size, then the
-    # solution graded, one rerun, with the tensor-core one: its reference phase is the figure.
-    python3 tools/probes/prefill_reference.py --sealed sealed_fixtures 2>&1 | tee "$WORK/prefill_reference.txt"
-    sed -i 's/^ON_CUDA = False/ON_CUDA = True/' env_suites/chunked_prefill/exact_pieces.py
-    grep -q '^ON_CUDA = True' env_suites/chunked_prefill/exact_pieces.py || { echo "ON_CUDA not found"; exit 2; }
-    grade chunked_prefill prefill_pieces expert/chunked_prefill/solution.py $SEALED
-    sed -i 's/^ON_CUDA = True/ON_CUDA = False/' env_suites/chunked_prefill/exact_pieces.py ;;
+  exact_references)
+    # Agreement and seconds of the plain and the tensor-core references per sealed size, then
+    # each solution graded, one rerun, alone, with the tensor-core ones (exact_pieces.ON_CUDA):
+    # their inputs and reference phases are the figures (against the phases mode's).
+    for env in chunked_prefill attention_backward; do
+      python3 tools/probes/exact_references.py $env --sealed sealed_fixtures 2>&1 | tee -a "$WORK/exact_references.txt"
+    done
+    sed -i 's/^ON_CUDA = False/ON_CUDA = True/' env_suites/*/exact_pieces.py
+    [ $(grep -l '^ON_CUDA = True' env_suites/*/exact_pieces.py | wc -l) = 2 ] || { echo "ON_CUDA not found"; exit 2; }
+    grade chunked_prefill exact_prefill expert/chunked_prefill/solution.py $SEALED
+    grade attention_backward exact_attention expert/attention_backward/solution.py $SEALED
+    sed -i 's/^ON_CUDA = True/ON_CUDA = False/' env_suites/*/exact_pieces.py ;;
   xdist)
     # One worker per GPU (gwN takes GPU N): the grade and reward must match a plain run's.
     workers=$(python3 -c "import torch; print(torch.cuda.device_count())")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from env_suites.attention_backward import reference
+from env_suites.attention_backward import exact_pieces, reference
 from pytest_nodus import (ATTENTION_LIBRARIES, Choice, Contract, Cost, Environment, IntRange, Normwise, Profile,
                           ScalarSpec, SizeDomain, TensorSpec)
 
@@ -46,19 +46,24 @@ def make_inputs(dims, generator: torch.Generator, device: torch.device) -> dict:
 
     q, k, v, do = randn(hq), randn(hkv), randn(hkv), randn(hq)
     scale = 1.0 / math.sqrt(d)
-    o, lse = reference.forward(q, k, v, cu_seqlens, window, scale)
+    o, lse = _math(q).forward(q, k, v, cu_seqlens, window, scale)
     return {"q": q, "k": k, "v": v, "o": o.to(torch.bfloat16), "lse": lse, "do": do, "cu_seqlens": cu_seqlens,
             "max_seqlen": max(lengths), "window": window, "softmax_scale": scale}
 
 
+def _math(q: torch.Tensor):
+    """The fp32 references: on a GPU by exact bf16 products where ``exact_pieces.ON_CUDA``."""
+    return exact_pieces if q.is_cuda and exact_pieces.ON_CUDA else reference
+
+
 def reference_gradients(inputs: dict) -> tuple[torch.Tensor, ...]:
-    return reference.backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"], inputs["do"],
-                              inputs["cu_seqlens"], inputs["window"], inputs["softmax_scale"])
+    return _math(inputs["q"]).backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"], inputs["do"],
+                                       inputs["cu_seqlens"], inputs["window"], inputs["softmax_scale"])
 
 
 def rounded_gradients(inputs: dict) -> tuple[torch.Tensor, ...]:
-    return reference.backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"], inputs["do"],
-                              inputs["cu_seqlens"], inputs["window"], inputs["softmax_scale"], rounded=True)
+    return _math(inputs["q"]).backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"], inputs["do"],
+                                       inputs["cu_seqlens"], inputs["window"], inputs["softmax_scale"], rounded=True)
 
 
 def visible_pairs(dims) -> int:

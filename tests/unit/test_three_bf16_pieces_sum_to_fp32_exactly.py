@@ -1,4 +1,4 @@
-"""The split behind chunked_prefill's tensor-core reference: three bf16 pieces of an fp32
+"""The split behind the tensor-core references (pytest_nodus.exact_products): three bf16 pieces of an fp32
 probability sum back to it exactly, across the magnitudes a softmax produces (down to 2^-110,
 where the last piece's bits would leave bf16's range), and two pieces do not."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from env_suites.chunked_prefill.exact_pieces import split
+from pytest_nodus.exact_products import split
 
 
 def probabilities() -> torch.Tensor:
