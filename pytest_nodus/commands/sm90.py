@@ -18,7 +18,8 @@ sets on a GPU (a TMA switch, say).
 
 What it cannot say: how fast. A kernel that spills or overflows shared memory here does so
 on the device too (same front end), but this machine's Triton may be newer than the one the
-grader runs, whose code generation can differ. It runs the kernel file's host code in this
+grader runs, whose code generation can differ: put the device's Triton first on PYTHONPATH
+(docs/gpu.md). It runs the kernel file's host code in this
 process: for an author's own file, never a stranger's.
 """
 
