@@ -40,6 +40,7 @@
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
+#   bash tools/gpu_check.sh gpu_memory_owners  # which processes NVML charges GPU memory to while a grade runs
 #   bash tools/gpu_check.sh exact_references  # plain and tensor-core fp32 references per sealed size (prefill,
 #                                        # attention), then both solutions graded with the tensor-core ones
 # Several modes run in order: bash tools/gpu_check.sh quick attention
@@ -227,13 +228,32 @@ for MODE in "${@:-quick}"; do
     grep -q '^COMPILE_AHEAD = True' $WORK/solution_ahead.py || { echo "COMPILE_AHEAD not found"; exit 2; }
     grade attention_backward compile_ahead $WORK/solution_ahead.py $SEALED
     grade attention_backward compile_as_is expert/attention_backward/solution.py $SEALED ;;
+  gpu_memory_owners)
+    # The question a GPU memory wall needs answered first: does the driver charge each
+    # sandbox's process its own bytes, under pids the grader can match to its sandboxes (it
+    # runs them in pid namespaces of their own, the device in a container)? An attention grade
+    # in the background, NVML's compute processes (nvidia-smi) and the process tree every 2 s.
+    grade attention_backward owners_attention expert/attention_backward/solution.py $SEALED -k "public-1 or hidden-0" &
+    gpid=$!
+    while kill -0 $gpid 2>/dev/null; do
+      { echo "== $(date +%T)"; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+        ps -eo pid,ppid,uid,rss,args --forest | grep -E "python|pytest" | grep -v grep | cut -c1-150
+      } >> "$WORK/gpu_memory_owners.txt" 2>&1
+      sleep 2
+    done
+    wait $gpid
+    grep -A40 "^== " "$WORK/gpu_memory_owners.txt" | tail -80 ;;
   exact_references)
     # Agreement and seconds of the plain and the tensor-core references per sealed size, then
     # each solution graded, one rerun, alone, with the tensor-core ones (exact_pieces.ON_CUDA):
     # their inputs and reference phases are the figures (against the phases mode's).
+    agree=1
     for env in chunked_prefill attention_backward; do
-      python3 tools/probes/exact_references.py $env --sealed sealed_fixtures 2>&1 | tee -a "$WORK/exact_references.txt"
+      python3 tools/probes/exact_references.py $env --sealed sealed_fixtures --require 1e-5 2>&1 |
+        tee -a "$WORK/exact_references.txt"
+      [ ${PIPESTATUS[0]} = 0 ] || agree=0
     done
+    [ $agree = 1 ] || { echo "the references disagree (or failed): no grade with them"; continue; }
     sed -i 's/^ON_CUDA = False/ON_CUDA = True/' env_suites/*/exact_pieces.py
     [ $(grep -l '^ON_CUDA = True' env_suites/*/exact_pieces.py | wc -l) = 2 ] || { echo "ON_CUDA not found"; exit 2; }
     grade chunked_prefill exact_prefill expert/chunked_prefill/solution.py $SEALED

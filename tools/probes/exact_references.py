@@ -2,6 +2,7 @@
 exact products, fp32 sums over blocks), per size: how far apart they are and what each costs.
 
     python3 tools/probes/exact_references.py ENV [--sealed sealed_fixtures] [--only public-1,hidden-4] [--cpu]
+        [--require 1e-5]
 
 ENV is chunked_prefill (its reference) or attention_backward (its inputs' forward and its
 gradients). Per size (the GPU's public and hidden sizes; ``--cpu``: the CPU profile's on this
@@ -9,7 +10,8 @@ machine), on the same inputs: the largest normwise distance over the outputs, th
 elementwise one, each path's seconds per call (the second of two, synchronised) and its peak
 GiB above what was allocated before it. An environment's ``exact_pieces.ON_CUDA`` is turned on
 only where the distance is at fp32 rounding (about 1e-6 normwise; the tolerances are 6e-3) at
-every size.
+every size. ``--require LIMIT`` exits 1 where any size's normwise distance is past LIMIT
+(``tools/gpu_check.sh exact_references`` grades with them only after both environments pass).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--require", type=float)
     args = parser.parse_args()
     env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
     where = "cpu" if args.cpu else "cuda"
@@ -77,6 +80,7 @@ def main() -> None:
     only = [s for s in args.only.split(",") if s]
     print(f"{args.env}\n{'size':10} {'normwise':>9} {'max abs':>9} {'plain s':>8} {'exact s':>8} {'speed-up':>8} "
           f"{'plain GiB':>9} {'exact GiB':>9}")
+    worst = 0.0
     for label, dims in sizes.items():
         if only and label not in only:
             continue
@@ -89,6 +93,10 @@ def main() -> None:
         print(f"{label:10} {normwise:9.2e} {largest:9.2e} {plain_s:8.3f} {exact_s:8.3f} {plain_s / exact_s:8.2f} "
               f"{plain_gib:9.2f} {exact_gib:9.2f}", flush=True)
         del plain, exact, inputs
+        worst = max(worst, normwise)
+    if args.require is not None and not worst <= args.require:
+        print(f"normwise distance {worst:.2e} past --require {args.require:g}")
+        sys.exit(1)
 
 
 if __name__ == "__main__":
