@@ -4,10 +4,10 @@ matrix products on tensor cores, exactly.
 The plain reference (``reference.py``) takes every product in fp32 FMA on GQA-expanded fp32
 copies of K and V. Here each product takes its bf16 inputs (Q, K, V, dO) as they are and its
 fp32 intermediates (P, dS) in three bf16 pieces, with fp32 sums over blocks of at most 1024
-terms (``pytest_nodus.exact_products``: why that is fp32). Query heads are grouped under
-their KV head (``[Hkv, group x rows, D]``), so K and V are never expanded and dK and dV come
-out summed over each group by the products themselves. Chunks of rows and the keys each
-chunk sees are the plain reference's.
+terms (``pytest_nodus.grader.exact_products``: why that is fp32). Query heads are grouped
+under their KV head (``[Hkv, group x rows, D]``), so K and V are never expanded and dK and
+dV come out summed over each group by the products themselves. Chunks of rows and the keys
+each chunk sees are the plain reference's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from env_suites.attention_backward.reference import _chunk_rows, _documents, visible
-from pytest_nodus.exact_products import PIECES, product, split_product
+from pytest_nodus.grader.exact_products import PIECES, product, split_product
 
 # The grader's references on a GPU take this path once it is measured against the plain one
 # there (tools/probes/exact_references.py: agreement and seconds per size).

@@ -3,7 +3,7 @@
 The plain reference (``reference.attention``) does its two products in fp32 FMA, the GPU's
 slowest matrix path (about 67 TF/s of fp32 on an H200 against about 990 of bf16 tensor
 cores). Here ``Q K^T`` takes the bf16 inputs as they are and ``P V`` takes P in three bf16
-pieces, with fp32 sums over key blocks (``pytest_nodus.exact_products``: why that is fp32).
+pieces, with fp32 sums over key blocks (``pytest_nodus.grader.exact_products``: why that is fp32).
 
 Keys and values are laid out once per sequence as ``[blocks, Hkv, KEY_BLOCK, D]`` (zeros past
 the context), so the first ``b`` blocks of every head are one contiguous batch of ``b * Hkv``
@@ -16,8 +16,8 @@ from __future__ import annotations
 import torch
 
 from env_suites.chunked_prefill.reference import BUDGET_BYTES, gathered
-from pytest_nodus.exact_products import BLOCK as KEY_BLOCK
-from pytest_nodus.exact_products import PIECES, bmm, split
+from pytest_nodus.grader.exact_products import BLOCK as KEY_BLOCK
+from pytest_nodus.grader.exact_products import PIECES, bmm, split
 
 # The grader's reference on a GPU takes this path once it is measured against the plain one
 # there (tools/probes/exact_references.py: agreement and seconds per size).

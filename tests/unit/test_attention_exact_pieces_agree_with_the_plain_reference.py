@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from env_suites.attention_backward import environment, exact_pieces, reference
-from pytest_nodus import exact_products
+from pytest_nodus.grader import exact_products
 
 SIZES = [{"T": 96, "Hq": 4, "Hkv": 2, "D": 32, "B": 3, "W": 24},
          {"T": 300, "B": 3, "Hq": 8, "Hkv": 2, "D": 32, "W": -1},

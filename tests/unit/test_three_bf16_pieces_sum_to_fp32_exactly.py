@@ -1,12 +1,13 @@
-"""The split behind the tensor-core references (pytest_nodus.exact_products): three bf16 pieces of an fp32
-probability sum back to it exactly, across the magnitudes a softmax produces (down to 2^-110,
-where the last piece's bits would leave bf16's range), and two pieces do not."""
+"""The split behind the tensor-core references (pytest_nodus.grader.exact_products): three
+bf16 pieces of an fp32 probability sum back to it exactly, across the magnitudes a softmax
+produces (down to 2^-110, where the last piece's bits would leave bf16's range), and two
+pieces do not."""
 
 from __future__ import annotations
 
 import torch
 
-from pytest_nodus.exact_products import split
+from pytest_nodus.grader.exact_products import split
 
 
 def probabilities() -> torch.Tensor:
