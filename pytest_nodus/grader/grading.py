@@ -145,7 +145,7 @@ class Grader:
                 result.flag(finding.code, finding.detail)
             if timed and reading.child_ms:
                 checks.children_ran(result, reading, reading.child_ms)
-        for finding in checks.processes(reading, self.pool.all(), timed, submission):
+        for finding in checks.processes(reading, self.pool.started(), timed, submission):
             result.flag(finding.code, finding.detail)
         for finding in checks.reported(reading):
             if submission:

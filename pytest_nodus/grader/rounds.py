@@ -10,7 +10,8 @@ baselines' work (their start, calls and verification) is recorded once and added
 attempt's result at the end, as a separate grade of each would have recorded it.
 
 While any role is called, every other sandbox is frozen (``Grader._call``): with N attempts,
-N + 1 cgroups stand still per window. Runs only in the grader.
+N + 1 cgroups stand still per window; only an expert still loading in the first round (a
+warm-up) is not. Runs only in the grader.
 """
 
 from __future__ import annotations
@@ -93,15 +94,20 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
         result.isolation, result.removed_fatbins = live[role].isolation, live[role].removed_fatbins
     if not live:
         return
+    planned = env.profile(grader.device.kind).timing
+    plan = TimingPlan(*planned) if planned else grader.plan
     sandboxes: dict[str, Sandbox] = {}
-    # Under --nodus-fail-fast the expert starts once a submission's first call has passed: a
-    # submission that fails it never costs the expert's start.
-    if not grader.fail_fast and not _start_expert(grader, env, size, sandboxes, live, results, shared):
+    # The expert is waited for at its own first call, the last of the first round, so that its
+    # load (seconds where its file imports a compiler: rmsnorm's torch.compile, 7.3 s on the
+    # H200) runs beside the submissions' first calls. Only where that round is a warm-up: a
+    # sandbox still loading is not frozen, and no timed call may run beside one. Under
+    # --nodus-fail-fast it was not launched, and starts there once a submission's first call
+    # has passed: a submission that fails it never costs the expert's start.
+    if plan.warmup == 0 and not grader.fail_fast \
+            and not _start_expert(grader, env, size, sandboxes, live, results, shared):
         return
     baselines = _baseline_sandboxes(grader, env, size, shared) if size.kind in ("public", "hidden") else {}
     times: dict[str, list[timing.CallTimes]] = {"expert": [], **{role: [] for role in live}, **{b: [] for b in baselines}}
-    planned = env.profile(grader.device.kind).timing
-    plan = TimingPlan(*planned) if planned else grader.plan
     with devices.exclusive(grader.device, grader.gpu_wait_s) as waited_ms:
         phases.add(shared.phases, "gpu_wait", waited_ms)
         round_number, rounds_left, contended = 0, plan.warmup + plan.timed, 0

@@ -46,7 +46,14 @@ class SandboxPool:
         self.standby: dict[str, Spawned] = {}
 
     def all(self):
+        """The sandboxes started and ready: those a call freezes while another role runs."""
         return self._sandboxes.values()
+
+    def started(self) -> list:
+        """Every sandbox process the pool holds: ready, launched and still loading (the
+        expert's, through the first round of a size), or spawned in standby. None of them is
+        a process that left a sandbox's tree (``stray_processes``)."""
+        return [*self._sandboxes.values(), *self._launched.values(), *self.standby.values()]
 
     def placer(self, role: str, env: Environment) -> inputs.ArenaPlacer:
         return self._placers[(role, env.name)]
