@@ -116,7 +116,8 @@ class Grader:
             if not submission:
                 timeout = max(timeout, TRUSTED_FIRST_CALL_TIMEOUT_S)
         outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
-        slot = self.pool.placer(role, env).place(fresh, outputs)
+        with phases.timed(result.phases, "verification_place"):
+            slot = self.pool.placer(role, env).place(fresh, outputs)
         scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
         order = [spec.name for spec in env.contract.inputs]
         if baseline:
@@ -141,12 +142,14 @@ class Grader:
             with phases.timed(result.phases, "rest"):
                 self._rest(sandbox, result, timed)
         if submission and reading.ok:
-            for finding in checks.outputs(reading, slot, timed):
-                result.flag(finding.code, finding.detail)
+            with phases.timed(result.phases, "verification_outputs"):
+                for finding in checks.outputs(reading, slot, timed):
+                    result.flag(finding.code, finding.detail)
             if timed and reading.child_ms:
                 checks.children_ran(result, reading, reading.child_ms)
-        for finding in checks.processes(reading, self.pool.started(), timed, submission):
-            result.flag(finding.code, finding.detail)
+        with phases.timed(result.phases, "verification_processes"):
+            for finding in checks.processes(reading, self.pool.started(), timed, submission):
+                result.flag(finding.code, finding.detail)
         for finding in checks.reported(reading):
             if submission:
                 result.flag(finding.code, finding.detail)
@@ -155,13 +158,17 @@ class Grader:
         if references is None:
             with phases.timed(result.phases, "reference"):
                 references = env.reference(fresh)
-        for name in checks.mutated_inputs(slot, fresh):
+        with phases.timed(result.phases, "verification_inputs"):
+            mutated = checks.mutated_inputs(slot, fresh)
+        for name in mutated:
             if baseline:
                 raise SandboxFailure("error", "baseline_failed", f"changed input '{name}'")
             if not submission:
                 raise SandboxFailure("error", "expert_failed", f"the expert changed input '{name}'")
             result.flag("input_mutated", f"input '{name}' was changed by the call")
-        for check in checks.values(reading, references, env, fresh):
+        with phases.timed(result.phases, "verification_values"):
+            values = checks.values(reading, references, env, fresh)
+        for check in values:
             if submission:
                 worst = result.note_error(check.error, check.limit)
                 if not check.passed:

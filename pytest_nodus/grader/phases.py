@@ -24,7 +24,11 @@ Per size (``SizeResult.phases``, ms):
                     0 on the CPU
 ``inputs``          fresh inputs made
 ``reference``       the fp32 reference computed
-``verification``    outputs, inputs and processes checked
+``verification``    outputs, inputs and processes checked; ``verification_<part>`` the same by
+                    part: ``place`` (the call's slots in the arena), ``outputs`` (aliasing and
+                    late writes), ``processes`` (strays and orphans), ``inputs`` (every input
+                    against its pristine copy), ``values`` (every output against the
+                    reference); the rest is the reading's own handling
 ``calls``           the calls as the grader waits for them: arm, idle probe, window, report
 ``calls_<part>``    the same, by part: ``freeze`` (every other sandbox frozen), ``arm`` (the
                     sandbox prepares: arguments, free memory scrubbed, a synchronise), ``open``

@@ -23,10 +23,11 @@ def test_the_grade_and_each_size_say_where_the_time_went(grade):
     first = timed[0]["phases"]
     stages = [f"start_{stage}" for stage in (*phases.STAGES, "load")]
     assert all(first[name] >= 0 for name in stages)  # both sandboxes started at the first size
-    # From its launch on, each sandbox's stages lie within the size's start; the two start side
-    # by side, so those stages together fill at most twice it.
+    # From its launch on, each sandbox's stages lie within the size's start, the expert's within
+    # that and the submission's first call (it is waited for at its own first call, the first
+    # round's last); the two start side by side.
     launched = [name for name in stages if name not in ("start_process", "start_standby")]
-    assert sum(first[name] for name in launched) <= 2 * first["start"] + 1.0
+    assert sum(first[name] for name in launched) <= 2 * first["start"] + first["calls_first"] + 1.0
     # Spawned as pytest configured (grader/standby.py), each imported and waited for its launch
     # within the grade's start-up and this size's start.
     waited = first["start_process"] + first["start_standby"]
@@ -39,6 +40,11 @@ def test_the_grade_and_each_size_say_where_the_time_went(grade):
         assert size["phases"]["calls_go"] > 0 and size["phases"]["calls_expert"] > 0
         spent = sum(size["phases"][name] for name in parts)
         assert 0.5 * size["phases"]["calls"] <= spent <= size["phases"]["calls"] + 0.5, size["phases"]
+    # Each part of the verification lies within it.
+    checked = [f"verification_{part}" for part in ("place", "outputs", "processes", "inputs", "values")]
+    for size in timed:
+        assert all(size["phases"][name] > 0 for name in checked), size["phases"]
+        assert sum(size["phases"][name] for name in checked) <= size["phases"]["verification"] + 0.5
     total = document["phases"]
     assert total["wall"] == pytest.approx(1e3 * document["wall_s"], abs=1.0)
     assert total["calls"] == pytest.approx(sum(s["phases"]["calls"] for s in document["sizes"]), abs=0.5)
