@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
 from env_suites.attention_backward import exact_pieces, reference
+from pytest_nodus.grader.exact_products import cross_checked
 from pytest_nodus import (ATTENTION_LIBRARIES, Choice, Contract, Cost, Environment, IntRange, Normwise, Profile,
                           ScalarSpec, SizeDomain, TensorSpec)
 
@@ -51,9 +53,15 @@ def make_inputs(dims, generator: torch.Generator, device: torch.device) -> dict:
             "max_seqlen": max(lengths), "window": window, "softmax_scale": scale}
 
 
+# On a GPU the references' products run on tensor cores, exactly (exact_pieces.py), each
+# checked against the plain fp32 one at each new size's first call.
+_ON_TENSOR_CORES = SimpleNamespace(
+    forward=cross_checked(exact_pieces.forward, reference.forward, "attention_backward's forward"),
+    backward=cross_checked(exact_pieces.backward, reference.backward, "attention_backward's reference"))
+
+
 def _math(q: torch.Tensor):
-    """The fp32 references: on a GPU by exact bf16 products where ``exact_pieces.ON_CUDA``."""
-    return exact_pieces if q.is_cuda and exact_pieces.ON_CUDA else reference
+    return _ON_TENSOR_CORES if q.is_cuda and exact_pieces.ON_CUDA else reference
 
 
 def reference_gradients(inputs: dict) -> tuple[torch.Tensor, ...]:

@@ -17,9 +17,10 @@ import torch
 from env_suites.attention_backward.reference import _chunk_rows, _documents, visible
 from pytest_nodus.grader.exact_products import PIECES, product, split_product
 
-# The grader's references on a GPU take this path once it is measured against the plain one
-# there (tools/probes/exact_references.py: agreement and seconds per size).
-ON_CUDA = False
+# The grader's references on a GPU take this path, each checked against the plain one at every
+# new size's first call (exact_products.cross_checked): where they disagree, or this path
+# fails, the plain one answers.
+ON_CUDA = True
 
 
 def _grouped(x: torch.Tensor, hkv: int) -> torch.Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from env_suites.chunked_prefill import exact_pieces, reference
+from pytest_nodus.grader.exact_products import cross_checked
 from pytest_nodus import (ATTENTION_LIBRARIES, Choice, Contract, Cost, Environment, IntRange, Normwise, Profile,
                           ScalarSpec, SizeDomain, TensorSpec)
 
@@ -19,9 +20,13 @@ EXPERT = Path(__file__).resolve().parents[2] / "expert" / "chunked_prefill"
 _ARGUMENTS = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens", "cu_seqlens_q", "softmax_scale")
 
 
+# On a GPU the reference's products run on tensor cores, exactly (exact_pieces.py), checked
+# against the plain fp32 reference at each new size's first call.
+_ON_TENSOR_CORES = cross_checked(exact_pieces.attention, reference.attention, "chunked_prefill's reference")
+
+
 def _reference(inputs: dict):
-    """The fp32 reference: on a GPU by exact bf16 products where ``exact_pieces.ON_CUDA``."""
-    return exact_pieces.attention if inputs["q"].is_cuda and exact_pieces.ON_CUDA else reference.attention
+    return _ON_TENSOR_CORES if inputs["q"].is_cuda and exact_pieces.ON_CUDA else reference.attention
 
 
 def attention(inputs: dict):

@@ -19,9 +19,10 @@ from env_suites.chunked_prefill.reference import BUDGET_BYTES, gathered
 from pytest_nodus.grader.exact_products import BLOCK as KEY_BLOCK
 from pytest_nodus.grader.exact_products import PIECES, bmm, split
 
-# The grader's reference on a GPU takes this path once it is measured against the plain one
-# there (tools/probes/exact_references.py: agreement and seconds per size).
-ON_CUDA = False
+# The grader's reference on a GPU takes this path, checked against the plain one at every new
+# size's first call (exact_products.cross_checked): where they disagree, or this path fails,
+# the plain one answers.
+ON_CUDA = True
 # Bytes alive per score element: the fp32 scores (then P, then the split's remainder, all in
 # place), a bf16 piece and its fp32 copy for the subtraction: 10, counted as the plain
 # reference's 16 so both take the same rows under BUDGET_BYTES.

@@ -65,3 +65,63 @@ def split_product(x: torch.Tensor, b: torch.Tensor, pieces: int = PIECES, block:
     while parts:  # the smallest pieces first
         out.add_(parts.pop())
     return out
+
+
+# How far the tensor-core reference may read from the plain one at a size's first call before
+# the plain one answers from then on: normwise, where the two agree to 1e-7-3e-7 on the CPU
+# (tools/probes/exact_references.py) and every environment's tolerance is 6e-3 or wider.
+CROSS_CHECK_LIMIT = 1e-5
+
+
+def cross_checked(fast, plain, what: str):
+    """``fast`` (a tensor-core reference) where it agrees with ``plain`` (the fp32 FMA one): at
+    each new set of input shapes both run and every output is compared; past
+    CROSS_CHECK_LIMIT, or where ``fast`` raises (a GPU or torch without the products it
+    needs), ``plain`` answers every call from then on and a warning says why. A GPU whose
+    tensor cores sum otherwise than measured can slow a grade, never change a verdict."""
+    import warnings
+
+    checked: set = set()
+    state = {"fast": True}
+
+    def reference(*args, **kwargs):
+        if not state["fast"]:
+            return plain(*args, **kwargs)
+        key = (tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args), tuple(sorted(kwargs.items())))
+        if key in checked:
+            return fast(*args, **kwargs)
+        want = plain(*args, **kwargs)
+        try:
+            got = fast(*args, **kwargs)
+            distance = _distance(want, got)
+        except Exception as exc:  # noqa: BLE001 - any failure of the fast path hands over to the plain one
+            state["fast"] = False
+            warnings.warn(f"{what}: the tensor-core reference failed ({type(exc).__name__}: {exc}); "
+                          "the plain fp32 one answers from now on", RuntimeWarning, stacklevel=2)
+            return want
+        if not distance <= CROSS_CHECK_LIMIT:
+            state["fast"] = False
+            warnings.warn(f"{what}: the tensor-core reference is {distance:.2e} from the plain fp32 one "
+                          f"(limit {CROSS_CHECK_LIMIT:g}); the plain one answers from now on", RuntimeWarning,
+                          stacklevel=2)
+            return want
+        checked.add(key)
+        return got
+
+    return reference
+
+
+def _distance(want, got) -> float:
+    """The largest normwise distance over the outputs (a tensor or a tuple of them)."""
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    if len(want) != len(got):
+        return float("inf")
+    worst = 0.0
+    for a, b in zip(want, got):
+        if a.shape != b.shape:
+            return float("inf")
+        scale = float(torch.linalg.vector_norm(a.double()))
+        diff = float(torch.linalg.vector_norm((b.double() - a.double())))
+        worst = max(worst, diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf")))
+    return worst

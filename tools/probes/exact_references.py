@@ -8,10 +8,10 @@ ENV is chunked_prefill (its reference) or attention_backward (its inputs' forwar
 gradients). Per size (the GPU's public and hidden sizes; ``--cpu``: the CPU profile's on this
 machine), on the same inputs: the largest normwise distance over the outputs, the largest
 elementwise one, each path's seconds per call (the second of two, synchronised) and its peak
-GiB above what was allocated before it. An environment's ``exact_pieces.ON_CUDA`` is turned on
-only where the distance is at fp32 rounding (about 1e-6 normwise; the tolerances are 6e-3) at
-every size. ``--require LIMIT`` exits 1 where any size's normwise distance is past LIMIT
-(``tools/gpu_check.sh exact_references`` grades with them only after both environments pass).
+GiB above what was allocated before it. The grader checks the two against each other at
+each size's first call too (``exact_products.cross_checked``, limit 1e-5); this shows every
+size at once, and what each path costs. ``--require LIMIT`` exits 1 where any size's normwise
+distance is past LIMIT.
 """
 
 from __future__ import annotations
