@@ -1,7 +1,8 @@
 """The expert's sandbox finishes loading while the submissions make their first, untimed
 calls: a size waits for the expert only at the expert's own first call. An expert whose load
-takes 3 s beside a submission whose first call takes 3 s costs the size's start well under
-those 3 s (it was 3 s more when the expert was waited for before the first round)."""
+takes 5 s beside a submission whose first call takes 5 s leaves the size's start to the
+submission's own start (1-2.5 s on a loaded 2-core machine), where waiting for the expert
+before the first round took the 5 s as well."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from conftest import REPO
 pytestmark = pytest.mark.grade
 
 SUITE = REPO / "tests" / "envs" / "axpy_slow_expert" / "suite_axpy_slow_expert.py"
+LOAD_S = 5.0  # the expert's load (tests/envs/axpy_slow_expert/expert.py), and the first call here
 SLOW_FIRST_CALL = '''
 import time
 
@@ -23,7 +25,7 @@ _warm = False
 def kernel(x, y, alpha):
     global _warm
     if not _warm:  # a compile's worth of first call
-        time.sleep(3.0)
+        time.sleep(5.0)
         _warm = True
     return torch.add(y.float(), x.float(), alpha=alpha).to(torch.bfloat16)
 '''
@@ -35,4 +37,4 @@ def test_the_expert_loads_beside_the_first_call(grade, tmp_path):
     document = grade(submission, suite=SUITE).document
     assert document["status"] == "correct", document["flags"]
     first = document["sizes"][0]
-    assert first["phases"]["start"] < 2000, first["phases"]
+    assert first["phases"]["start"] < 0.8 * LOAD_S * 1e3, first["phases"]

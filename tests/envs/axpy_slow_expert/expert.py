@@ -4,7 +4,7 @@ import time
 
 import torch
 
-LOAD_S = 3.0
+LOAD_S = 5.0
 time.sleep(LOAD_S)
 
 
