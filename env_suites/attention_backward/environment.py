@@ -70,8 +70,10 @@ def reference_gradients(inputs: dict) -> tuple[torch.Tensor, ...]:
 
 
 def rounded_gradients(inputs: dict) -> tuple[torch.Tensor, ...]:
-    return _math(inputs["q"]).backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"], inputs["do"],
-                                       inputs["cu_seqlens"], inputs["window"], inputs["softmax_scale"], rounded=True)
+    # Always the plain one: asked for only when an output misses its limit, and its bf16
+    # roundings flip on last-bit differences, past what the cross-check allows.
+    return reference.backward(inputs["q"], inputs["k"], inputs["v"], inputs["o"], inputs["do"],
+                              inputs["cu_seqlens"], inputs["window"], inputs["softmax_scale"], rounded=True)
 
 
 def visible_pairs(dims) -> int:

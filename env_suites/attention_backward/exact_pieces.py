@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from env_suites.attention_backward.reference import _chunk_rows, _documents, visible
-from pytest_nodus.grader.exact_products import PIECES, product, split_product
+from pytest_nodus.grader.exact_products import product, split_product
 
 # The grader's references on a GPU take this path, each checked against the plain one at every
 # new size's first call (exact_products.cross_checked): where they disagree, or this path
@@ -64,11 +64,8 @@ def forward(q, k, v, cu_seqlens, window: int, scale: float, chunk: int = 256):
     return o, lse
 
 
-def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float, chunk: int = 256, rounded: bool = False):
-    """fp32 dq [T, Hq, D], dk and dv [T, Hkv, D], as ``reference.backward`` (``rounded`` the
-    same: P and dS rounded to bf16 before the products that take them, i.e. their first
-    piece alone, and the gradients to bf16)."""
-    pieces = 1 if rounded else PIECES
+def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float, chunk: int = 256):
+    """fp32 dq [T, Hq, D], dk and dv [T, Hkv, D], as ``reference.backward``."""
     t, hq, d = q.shape
     hkv = k.shape[1]
     group = hq // hkv
@@ -87,8 +84,7 @@ def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float, chunk: int =
             delta = (do[q0:q1].float() * o[q0:q1].float()).sum(-1)  # [n, Hq]
             delta = delta.view(n, hkv, group).permute(1, 2, 0).reshape(hkv, group * n, 1)
             ds = product(dos, vs.transpose(1, 2)).sub_(delta).mul_(p)  # [Hkv, group * n, keys]
-            dv[:, k0:q1] += split_product(p.transpose(1, 2), dos, pieces)
-            dk[:, k0:q1] += split_product(ds.transpose(1, 2).clone(), qs, pieces).mul_(scale)
-            dq[q0:q1] += _ungrouped(split_product(ds, ks, pieces).mul_(scale), n)
-    cast = (lambda x: x.to(torch.bfloat16).float()) if rounded else (lambda x: x)
-    return cast(dq), cast(dk.transpose(0, 1).contiguous()), cast(dv.transpose(0, 1).contiguous())
+            dv[:, k0:q1] += split_product(p.transpose(1, 2), dos)
+            dk[:, k0:q1] += split_product(ds.transpose(1, 2).clone(), qs).mul_(scale)
+            dq[q0:q1] += _ungrouped(split_product(ds, ks).mul_(scale), n)
+    return dq, dk.transpose(0, 1).contiguous(), dv.transpose(0, 1).contiguous()

@@ -34,7 +34,10 @@ def attention(inputs: dict):
 
 
 def rounded_attention(inputs: dict):
-    return (_reference(inputs)(*(inputs[n] for n in _ARGUMENTS), rounded=True),)
+    # Always the plain one: asked for only when an output misses its limit, and its bf16
+    # roundings of P and o flip on last-bit differences, so the two paths' rounded outputs
+    # differ by ~1e-4, past what the cross-check allows for the fp32 ones.
+    return (reference.attention(*(inputs[n] for n in _ARGUMENTS), rounded=True),)
 
 
 def visible_pairs(dims) -> int:

@@ -40,9 +40,8 @@ def blocked(cache: torch.Tensor, table_row: torch.Tensor, tokens: int, block: in
 
 
 def attention(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, softmax_scale,
-              rows_most: int = 256, rounded: bool = False) -> torch.Tensor:
-    """fp32 o ``[Tq, Hq, D]``, as ``reference.attention`` (``rounded`` the same: P rounded to
-    bf16 before its product with V, i.e. its first piece alone, and o to bf16)."""
+              rows_most: int = 256) -> torch.Tensor:
+    """fp32 o ``[Tq, Hq, D]``, as ``reference.attention``."""
     tq, hq, d = q.shape
     hkv = k_cache.shape[1]
     group = hq // hkv
@@ -60,12 +59,12 @@ def attention(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, sof
         rows = max(1, min(rows_most, BUDGET_BYTES // (BYTES_PER_SCORE * hq * padded)))
         for r0 in range(q0, q1, rows):
             r1 = min(r0 + rows, q1)
-            o[r0:r1] = _rows(q[r0:r1], keys, values, first + (r0 - q0), softmax_scale, group, rounded)
-    return o.to(torch.bfloat16).float() if rounded else o
+            o[r0:r1] = _rows(q[r0:r1], keys, values, first + (r0 - q0), softmax_scale, group)
+    return o
 
 
 def _rows(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, position: int, scale: float,
-          group: int, rounded: bool) -> torch.Tensor:
+          group: int) -> torch.Tensor:
     """o of ``n`` consecutive query rows, the first at absolute ``position``: ``[n, Hq, D]``."""
     n, hq, d = q.shape
     _, hkv, block, _ = keys.shape
@@ -86,7 +85,7 @@ def _rows(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, position: i
     p = scores.sub_(top).exp_()
     p = p.div_(p.sum(dim=(0, 4), keepdim=True)).view(count * hkv, rows, block)
     v = values[:count].view(count * hkv, block, d)
-    parts = [bmm(piece, v).view(count, hkv, rows, d).sum(dim=0) for piece in split(p, 1 if rounded else PIECES)]
+    parts = [bmm(piece, v).view(count, hkv, rows, d).sum(dim=0) for piece in split(p, PIECES)]
     out = parts.pop()
     while parts:  # smallest pieces first
         out = out + parts.pop()

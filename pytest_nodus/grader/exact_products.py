@@ -57,10 +57,9 @@ def product(a: torch.Tensor, b: torch.Tensor, block: int | None = None) -> torch
     return out
 
 
-def split_product(x: torch.Tensor, b: torch.Tensor, pieces: int = PIECES, block: int | None = None) -> torch.Tensor:
-    """``x @ b`` for fp32 ``x`` (used up, see ``split``) and bf16 ``b``; ``pieces=1`` is x
-    rounded to bf16 first, as a bf16 kernel rounds."""
-    parts = [product(piece, b, block) for piece in split(x, pieces)]
+def split_product(x: torch.Tensor, b: torch.Tensor, block: int | None = None) -> torch.Tensor:
+    """``x @ b`` for fp32 ``x`` (used up, see ``split``) and bf16 ``b``."""
+    parts = [product(piece, b, block) for piece in split(x, PIECES)]
     out = parts.pop()
     while parts:  # the smallest pieces first
         out.add_(parts.pop())
