@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from env_suites.attention_backward.reference import _chunk_rows, _documents, visible
+from env_suites.attention_backward.reference import chunks, visible
 from pytest_nodus.grader.exact_products import product, split_product
 
 # The grader's references on a GPU take this path, each checked against the plain one at every
@@ -50,17 +50,13 @@ def forward(q, k, v, cu_seqlens, window: int, scale: float, chunk: int = 256):
     group = hq // hkv
     o = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)
     lse = torch.full((hq, t), float("-inf"), dtype=torch.float32, device=q.device)
-    for start, end in _documents(cu_seqlens):
-        rows = _chunk_rows(hq, end - start, window, chunk)
-        for q0 in range(start, end, rows):
-            q1 = min(q0 + rows, end)
-            k0 = start if window < 0 else max(start, q0 - window + 1)
-            ks, vs = k[k0:q1].transpose(0, 1), v[k0:q1].transpose(0, 1)  # [Hkv, keys, D]
-            scores = _scores(_grouped(q[q0:q1], hkv), ks, q0, q1, k0, window, scale, group)
-            chunk_lse = torch.logsumexp(scores, dim=-1)  # [Hkv, group, n]
-            p = scores.sub_(chunk_lse[..., None]).exp_().view(hkv, group * (q1 - q0), -1)
-            o[q0:q1] = _ungrouped(split_product(p, vs), q1 - q0)
-            lse[:, q0:q1] = chunk_lse.reshape(hq, q1 - q0)
+    for q0, q1, k0 in chunks(cu_seqlens, hq, window, chunk):
+        ks, vs = k[k0:q1].transpose(0, 1), v[k0:q1].transpose(0, 1)  # [Hkv, keys, D]
+        scores = _scores(_grouped(q[q0:q1], hkv), ks, q0, q1, k0, window, scale, group)
+        chunk_lse = torch.logsumexp(scores, dim=-1)  # [Hkv, group, n]
+        p = scores.sub_(chunk_lse[..., None]).exp_().view(hkv, group * (q1 - q0), -1)
+        o[q0:q1] = _ungrouped(split_product(p, vs), q1 - q0)
+        lse[:, q0:q1] = chunk_lse.reshape(hq, q1 - q0)
     return o, lse
 
 
@@ -72,19 +68,15 @@ def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float, chunk: int =
     dq = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)
     dk = torch.zeros(hkv, t, d, dtype=torch.float32, device=q.device)
     dv = torch.zeros(hkv, t, d, dtype=torch.float32, device=q.device)
-    for start, end in _documents(cu_seqlens):
-        rows = _chunk_rows(hq, end - start, window, chunk)
-        for q0 in range(start, end, rows):
-            q1 = min(q0 + rows, end)
-            n = q1 - q0
-            k0 = start if window < 0 else max(start, q0 - window + 1)
-            ks, vs = k[k0:q1].transpose(0, 1), v[k0:q1].transpose(0, 1)  # [Hkv, keys, D]
-            qs, dos = _grouped(q[q0:q1], hkv), _grouped(do[q0:q1], hkv)  # [Hkv, group * n, D]
-            p = torch.softmax(_scores(qs, ks, q0, q1, k0, window, scale, group), dim=-1).view(hkv, group * n, -1)
-            delta = (do[q0:q1].float() * o[q0:q1].float()).sum(-1)  # [n, Hq]
-            delta = delta.view(n, hkv, group).permute(1, 2, 0).reshape(hkv, group * n, 1)
-            ds = product(dos, vs.transpose(1, 2)).sub_(delta).mul_(p)  # [Hkv, group * n, keys]
-            dv[:, k0:q1] += split_product(p.transpose(1, 2), dos)
-            dk[:, k0:q1] += split_product(ds.transpose(1, 2).clone(), qs).mul_(scale)
-            dq[q0:q1] += _ungrouped(split_product(ds, ks).mul_(scale), n)
+    for q0, q1, k0 in chunks(cu_seqlens, hq, window, chunk):
+        n = q1 - q0
+        ks, vs = k[k0:q1].transpose(0, 1), v[k0:q1].transpose(0, 1)  # [Hkv, keys, D]
+        qs, dos = _grouped(q[q0:q1], hkv), _grouped(do[q0:q1], hkv)  # [Hkv, group * n, D]
+        p = torch.softmax(_scores(qs, ks, q0, q1, k0, window, scale, group), dim=-1).view(hkv, group * n, -1)
+        delta = (do[q0:q1].float() * o[q0:q1].float()).sum(-1)  # [n, Hq]
+        delta = delta.view(n, hkv, group).permute(1, 2, 0).reshape(hkv, group * n, 1)
+        ds = product(dos, vs.transpose(1, 2)).sub_(delta).mul_(p)  # [Hkv, group * n, keys]
+        dv[:, k0:q1] += split_product(p.transpose(1, 2), dos)
+        dk[:, k0:q1] += split_product(ds.transpose(1, 2).clone(), qs).mul_(scale)
+        dq[q0:q1] += _ungrouped(split_product(ds, ks).mul_(scale), n)
     return dq, dk.transpose(0, 1).contiguous(), dv.transpose(0, 1).contiguous()

@@ -31,6 +31,15 @@ def _chunk_rows(heads: int, length: int, window: int, most: int) -> int:
     return max(1, min(most, BUDGET_BYTES // (4 * 4 * heads * max(keys, 1))))
 
 
+def chunks(cu_seqlens, heads: int, window: int, most: int = 256):
+    """``(q0, q1, k0)`` per chunk of query rows, document after document: the rows
+    ``[q0, q1)`` and the first key any of them sees (the keys run to ``q1``)."""
+    for start, end in _documents(cu_seqlens):
+        rows = _chunk_rows(heads, end - start, window, most)
+        for q0 in range(start, end, rows):
+            yield q0, min(q0 + rows, end), start if window < 0 else max(start, q0 - window + 1)
+
+
 def visible(rows: torch.Tensor, cols: torch.Tensor, window: int) -> torch.Tensor:
     """Causal (and windowed) visibility of ``cols`` from ``rows`` within one document."""
     delta = rows[:, None] - cols[None, :]
@@ -46,20 +55,16 @@ def forward(q, k, v, cu_seqlens, window: int, scale: float, chunk: int = 256):
     group = hq // k.shape[1]
     o = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)
     lse = torch.full((hq, t), float("-inf"), dtype=torch.float32, device=q.device)
-    for start, end in _documents(cu_seqlens):
-        rows = _chunk_rows(hq, end - start, window, chunk)
-        for q0 in range(start, end, rows):
-            q1 = min(q0 + rows, end)
-            k0 = start if window < 0 else max(start, q0 - window + 1)
-            qs = q[q0:q1].float().transpose(0, 1)  # [Hq, n, D]
-            ks = k[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
-            vs = v[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
-            scores = scale * qs @ ks.transpose(1, 2)
-            mask = visible(torch.arange(q0, q1, device=q.device), torch.arange(k0, q1, device=q.device), window)
-            scores = scores.masked_fill(~mask, float("-inf"))
-            chunk_lse = torch.logsumexp(scores, dim=-1)  # [Hq, n]
-            o[q0:q1] = (torch.exp(scores - chunk_lse[..., None]) @ vs).transpose(0, 1)
-            lse[:, q0:q1] = chunk_lse
+    for q0, q1, k0 in chunks(cu_seqlens, hq, window, chunk):
+        qs = q[q0:q1].float().transpose(0, 1)  # [Hq, n, D]
+        ks = k[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
+        vs = v[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
+        scores = scale * qs @ ks.transpose(1, 2)
+        mask = visible(torch.arange(q0, q1, device=q.device), torch.arange(k0, q1, device=q.device), window)
+        scores = scores.masked_fill(~mask, float("-inf"))
+        chunk_lse = torch.logsumexp(scores, dim=-1)  # [Hq, n]
+        o[q0:q1] = (torch.exp(scores - chunk_lse[..., None]) @ vs).transpose(0, 1)
+        lse[:, q0:q1] = chunk_lse
     return o, lse
 
 
@@ -77,25 +82,21 @@ def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float, chunk: int =
     dq = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)
     dk = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)  # per query head, summed below
     dv = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)
-    for start, end in _documents(cu_seqlens):
-        rows = _chunk_rows(hq, end - start, window, chunk)
-        for q0 in range(start, end, rows):
-            q1 = min(q0 + rows, end)
-            k0 = start if window < 0 else max(start, q0 - window + 1)
-            qs = q[q0:q1].float().transpose(0, 1)
-            ks = k[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
-            vs = v[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
-            dos = do[q0:q1].float().transpose(0, 1)
-            scores = scale * qs @ ks.transpose(1, 2)
-            mask = visible(torch.arange(q0, q1, device=q.device), torch.arange(k0, q1, device=q.device), window)
-            scores = scores.masked_fill(~mask, float("-inf"))
-            p = torch.softmax(scores, dim=-1)  # [Hq, n, keys]
-            delta = (dos * o[q0:q1].float().transpose(0, 1)).sum(-1, keepdim=True)
-            dp = dos @ vs.transpose(1, 2)
-            ds = cast(p * (dp - delta))
-            dq[q0:q1] += (scale * ds @ ks).transpose(0, 1)
-            dk[k0:q1] += (scale * ds.transpose(1, 2) @ qs).transpose(0, 1)
-            dv[k0:q1] += (cast(p).transpose(1, 2) @ dos).transpose(0, 1)
+    for q0, q1, k0 in chunks(cu_seqlens, hq, window, chunk):
+        qs = q[q0:q1].float().transpose(0, 1)
+        ks = k[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
+        vs = v[k0:q1].float().repeat_interleave(group, dim=1).transpose(0, 1)
+        dos = do[q0:q1].float().transpose(0, 1)
+        scores = scale * qs @ ks.transpose(1, 2)
+        mask = visible(torch.arange(q0, q1, device=q.device), torch.arange(k0, q1, device=q.device), window)
+        scores = scores.masked_fill(~mask, float("-inf"))
+        p = torch.softmax(scores, dim=-1)  # [Hq, n, keys]
+        delta = (dos * o[q0:q1].float().transpose(0, 1)).sum(-1, keepdim=True)
+        dp = dos @ vs.transpose(1, 2)
+        ds = cast(p * (dp - delta))
+        dq[q0:q1] += (scale * ds @ ks).transpose(0, 1)
+        dk[k0:q1] += (scale * ds.transpose(1, 2) @ qs).transpose(0, 1)
+        dv[k0:q1] += (cast(p).transpose(1, 2) @ dos).transpose(0, 1)
     dk = dk.view(t, hkv, group, d).sum(2)
     dv = dv.view(t, hkv, group, d).sum(2)
     return cast(dq), cast(dk), cast(dv)

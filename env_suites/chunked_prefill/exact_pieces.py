@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from env_suites.chunked_prefill.reference import BUDGET_BYTES, gathered
+from env_suites.chunked_prefill.reference import BUDGET_BYTES, gathered, sequences
 from pytest_nodus.grader.exact_products import BLOCK as KEY_BLOCK
 from pytest_nodus.grader.exact_products import PIECES, bmm, split
 
@@ -46,11 +46,7 @@ def attention(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, sof
     hkv = k_cache.shape[1]
     group = hq // hkv
     o = torch.zeros(tq, hq, d, dtype=torch.float32, device=q.device)
-    bounds, contexts = cu_seqlens_q.tolist(), cache_seqlens.tolist()
-    for b, context in enumerate(contexts):
-        q0, q1 = bounds[b], bounds[b + 1]
-        if q1 == q0:
-            continue
+    for b, q0, q1, context in sequences(cu_seqlens_q, cache_seqlens):
         block = min(KEY_BLOCK, context)
         keys = blocked(k_cache, block_table[b], context, block)
         values = blocked(v_cache, block_table[b], context, block)

@@ -119,6 +119,15 @@ def gathered(cache: torch.Tensor, table_row: torch.Tensor, tokens: int,
     return pages.transpose(0, 1).reshape(cache.shape[1], -1, cache.shape[3])[:, :tokens]
 
 
+def sequences(cu_seqlens_q, cache_seqlens):
+    """``(b, q0, q1, context)`` per sequence with new tokens: its chunk's rows ``[q0, q1)`` of
+    ``q`` and its cached tokens, the chunk's own included."""
+    bounds, contexts = cu_seqlens_q.tolist(), cache_seqlens.tolist()
+    for b, context in enumerate(contexts):
+        if bounds[b + 1] > bounds[b]:
+            yield b, bounds[b], bounds[b + 1], context
+
+
 def attention(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, softmax_scale,
               rows_most: int = 256, rounded: bool = False) -> torch.Tensor:
     """fp32 o ``[Tq, Hq, D]``. ``rounded``: P rounded to bf16 before its product with V and o
@@ -127,11 +136,7 @@ def attention(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, sof
     hkv = k_cache.shape[1]
     group = hq // hkv
     o = torch.zeros(tq, hq, d, dtype=torch.float32, device=q.device)
-    bounds, contexts = cu_seqlens_q.tolist(), cache_seqlens.tolist()
-    for b, context in enumerate(contexts):
-        q0, q1 = bounds[b], bounds[b + 1]
-        if q1 == q0:
-            continue
+    for b, q0, q1, context in sequences(cu_seqlens_q, cache_seqlens):
         keys, values = gathered(k_cache, block_table[b], context), gathered(v_cache, block_table[b], context)
         first = context - (q1 - q0)  # the chunk's first absolute position
         rows = max(1, min(rows_most, BUDGET_BYTES // (16 * hq * context)))
