@@ -34,9 +34,9 @@ def attention(inputs: dict):
 
 
 def rounded_attention(inputs: dict):
-    # Always the plain one: asked for only when an output misses its limit, and its bf16
-    # roundings of P and o flip on last-bit differences, so the two paths' rounded outputs
-    # differ by ~1e-4, past what the cross-check allows for the fp32 ones.
+    # Always the plain one: asked for only when an output misses its limit, and a last-bit
+    # difference between the two paths flips a bf16 rounding of P or o (2^-9 of an element),
+    # past what the cross-check allows.
     return (reference.attention(*(inputs[n] for n in _ARGUMENTS), rounded=True),)
 
 

@@ -98,8 +98,8 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
     plan = TimingPlan(*planned) if planned else grader.plan
     sandboxes: dict[str, Sandbox] = {}
     # The expert is waited for at its own first call, the last of the first round, so that its
-    # load (seconds where its file imports a compiler: rmsnorm's torch.compile, 7.3 s on the
-    # H200) runs beside the submissions' first calls. Only where that round is a warm-up: a
+    # load (seconds where its file imports a compiler, as rmsnorm's torch.compile does) runs
+    # beside the submissions' first calls. Only where that round is a warm-up: a
     # sandbox still loading is not frozen, and no timed call may run beside one. Under
     # --nodus-fail-fast it was not launched, and starts there once a submission's first call
     # has passed: a submission that fails it never costs the expert's start.

@@ -1,8 +1,7 @@
 """The expert's sandbox finishes loading while the submissions make their first, untimed
 calls: a size waits for the expert only at the expert's own first call. An expert whose load
 takes 5 s beside a submission whose first call takes 5 s leaves the size's start to the
-submission's own start (1-2.5 s on a loaded 2-core machine), where waiting for the expert
-before the first round took the 5 s as well."""
+submission's own start, where waiting for the expert before the first round adds the 5 s."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Test-only environment: axpy whose expert takes seconds to load, as the rmsnorm expert's
-torch.compile imports do on the H200 (7.3 s of a 31.7 s grade: docs/throughput.md)."""
+"""Test-only environment: axpy whose expert takes seconds to load, as an expert that imports
+torch.compile does (rmsnorm's)."""
 
 from pathlib import Path
 
