@@ -77,7 +77,7 @@ def cross_checked(fast, plain, what: str):
     each new set of input shapes both run and every output is compared; past
     CROSS_CHECK_LIMIT, or where ``fast`` raises (a GPU or torch without the products it
     needs), ``plain`` answers every call from then on and a warning says why. A GPU whose
-    tensor cores sum otherwise than measured can slow a grade, never change a verdict."""
+    tensor cores sum otherwise than assumed can slow a grade, never change a verdict."""
     import warnings
 
     checked: set = set()
