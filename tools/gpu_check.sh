@@ -29,6 +29,8 @@
 #                                        # sealed size outside the grader (tools/bench_env.py), one after the other
 #   bash tools/gpu_check.sh prefill_tiles  # chunked_prefill solution: every _config candidate (PREFILL_TILES)
 #                                        # timed per sealed size (PREFILL_SIZES), outside the grader
+#   bash tools/gpu_check.sh attention_ds   # attention solution: dQ from stored dS against the split pair,
+#                                        # and the KV-head chunks, every timed sealed size (kernel_profile)
 #   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
 #                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
 #   bash tools/gpu_check.sh moe_tiles      # moe_experts solution: per-kernel profile and _config candidates
@@ -187,6 +189,17 @@ for MODE in "${@:-quick}"; do
     timeout $left python3 tools/probes/kernel_profile.py rmsnorm --sealed sealed_fixtures --reps 5 \
       --only ${RMSNORM_SIZES:-public-2,public-3,public-4,hidden-0,hidden-2,hidden-3,hidden-5} --sweep _config \
       --values "$values" 2>&1 | tee "$WORK/rmsnorm_tiles.txt" ;;
+  attention_ds)
+    # dQ from stored dS tiles (DS_STORED, set on for the profile and the sweep's default)
+    # against dQ by its own kernel (the split pair), with the number of KV-head chunks
+    # (DS_MIN_CHUNKS) and the dS stores by TMA or from registers, every timed sealed size:
+    # each variant timed and checked against cuDNN's outputs.
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    ON="DS_STORED={'small': True, 'large': True}" OFF="DS_STORED={'small': False, 'large': False}"
+    timeout $left python3 tools/probes/kernel_profile.py attention_backward --sealed sealed_fixtures --reps 7 \
+      --only ${ATTENTION_DS_SIZES:-public-0,public-1,public-2,public-3,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4} \
+      --set "$ON" --sweep '*' --values "DS_MIN_CHUNKS=1;DS_MIN_CHUNKS=4;DS_BY_TMA=False;$OFF" 2>&1 |
+      tee "$WORK/attention_ds.txt" ;;
   attention_dq)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \

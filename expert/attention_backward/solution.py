@@ -14,19 +14,23 @@ Structure it exploits:
   (``LOADS_BY_TMA``): no per-element addresses in registers, rows past T zero-filled.
 * exp2 with the scale folded into log2(e) (one multiply-add per score), lse converted on
   load; delta = rowsum(dO * O) by its own small kernel (no fp32 temporaries in HBM).
-* dQ by a second kernel that recomputes the scores (no fp32 atomics): 7 matmul-sized
-  products per tile pair instead of 5, traded for no contention and deterministic output.
-  The 5-product alternative (dQ by relaxed fp32 atomics from the dK/dV kernel, ``FUSED_DQ``)
-  was measured 1.19-1.30x slower at every timed size on the H200 (docs/results/attention_backward.md).
+* dQ from stored dS (``DS_STORED``): the dK/dV kernel writes each tile's dS^T (bf16, as its
+  own dK product uses it) to a buffer, and a second kernel sums dS K per block of queries:
+  5 matmul-sized products per tile pair and one streamed bf16 tile, no fp32 atomics, and
+  deterministic output. The buffer holds a chunk of KV heads at a time (at most 4 GiB each,
+  two alternating), so one chunk's dQ runs beside the next chunk's dK/dV. Where one KV head's
+  tiles do not fit, dQ recomputes the scores in its own kernel (7 products per tile pair).
+  dQ by relaxed fp32 atomics from the dK/dV kernel (``FUSED_DQ``) was measured 1.19-1.30x
+  slower than recomputing at every timed size on the H200 (docs/results/attention_backward.md).
 * Tile shapes, warps and stages by autotuning among a few candidates measured on the H200,
   per head dim, group size, and class of length and window (powers of two): the best dQ
   tiles of one head dim differ between a 1024 and a 4096 window, and between lengths.
 * The per-element mask only on tiles that need it (diagonal, window edge, document edge);
   interior tiles skip it (on the H200, dK/dV at D = 256: 1.78 ms instead of 2.88 ms).
-* Scheduling: dQ needs nothing dK/dV computes, so on the GPU it runs on a second stream
-  beside it (joined before the call returns), the last wave of either kernel filled by the
-  other's programs; and its row blocks go last rows first: under the causal mask a row
-  block's work grows with its place in its document, so the lightest blocks come last.
+* Scheduling: where dQ recomputes, it needs nothing dK/dV computes, so on the GPU it runs on
+  a second stream beside it (joined before the call returns), the last wave of either kernel
+  filled by the other's programs; dQ's row blocks go last rows first: under the causal mask a
+  row block's work grows with its place in its document, so the lightest blocks come last.
 """
 
 import contextlib
@@ -80,6 +84,28 @@ def _tile_masked(doc_ptr, start_m, start_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.c
 
 
 @triton.jit
+def _first_key(start_ptr, start_m, window, BLOCK_N: tl.constexpr):
+    """The first key block a block of queries starting at ``start_m`` sees: its first row's
+    document start or window start, whichever is later, rounded down to a key block."""
+    begin_n = tl.load(start_ptr + start_m)
+    if window > 0:
+        begin_n = tl.maximum(begin_n, start_m - window + 1)
+    return begin_n - begin_n % BLOCK_N
+
+
+@triton.jit
+def _ds_tile(start_ptr, start_m, start_n, local_head, T, window, SLOTS, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Where the dS^T tile of (key block ``start_n``, query block ``start_m``, the launch's head
+    ``local_head``) lives in the dS buffer, counted in [BLOCK_N, BLOCK_M] tiles: per head, per
+    query block, SLOTS tiles for its key blocks from _first_key on. With BLOCK_M == BLOCK_N,
+    every tile _dq_from_ds reads was written by _dkdv_tiles: a query block reads key blocks
+    from _first_key to its diagonal, and each of those walks it (from its own diagonal to the
+    end of its last key's document or window, which lies past the query block's first row)."""
+    slot = (start_n - _first_key(start_ptr, start_m, window, BLOCK_N)) // BLOCK_N
+    return (local_head * tl.cdiv(T, BLOCK_M) + start_m // BLOCK_M) * SLOTS + slot
+
+
+@triton.jit
 def _head_rows(ptr, desc, first, head, offsets, ok, D: tl.constexpr, BY_TMA: tl.constexpr):
     """One head's [rows, D] tile of a [T, heads, D] tensor: by TMA from ``desc`` (the tensor
     as [T, heads * D]; rows past T arrive as zeros) or through pointers, masked alike."""
@@ -105,7 +131,8 @@ def _by_head_dim(small, large):
                 seen.add(shape)
                 kept.append(c)
         kept = kept or configs[:1]
-        return kept if named_args["q_ptr"].is_cuda else kept[:1]
+        on_cpu = next(a for a in named_args.values() if isinstance(a, torch.Tensor)).device.type == "cpu"
+        return kept[:1] if on_cpu else kept  # meta tensors (nodus-sm90) list every candidate
     return {"early_config_prune": prune}
 
 
@@ -132,19 +159,22 @@ _DQ_LARGE = [(128, 32, 8, 2), (64, 64, 4, 2), (64, 32, 4, 1)]
 
 
 @triton.jit
-def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_ptr, dk_ptr, dv_ptr, dq_acc_ptr, T,
-                window, scale, scale_log2, T_CLASS, WINDOW_CLASS,  # T_CLASS, WINDOW_CLASS: for the autotuners' key
+def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, end_ptr, dk_ptr, dv_ptr,
+                dq_acc_ptr, ds_ptr, T, window, scale, scale_log2, kv_head0, SLOTS, DS_ROWS,
+                T_CLASS, WINDOW_CLASS,  # for the autotuners' key
                 HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
                 D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FUSE_DQ: tl.constexpr,
                 MASK_EVERY_TILE: tl.constexpr = False, DQ_TMA: tl.constexpr = False,
-                LOADS_TMA: tl.constexpr = False):
-    """dK and dV for one block of keys and one KV head. FUSE_DQ also adds each tile's dS K
-    into a zeroed fp32 dQ accumulator (scaled to bf16 by _dq_finish): 5 matrix products per
-    tile pair instead of the split pair's 7. The adds are relaxed per-element atomics, or
-    with DQ_TMA one bulk reduce-add per tile (TMA, from shared memory; the GPU only).
-    LOADS_TMA: the streamed Q and dO tiles come by TMA."""
+                LOADS_TMA: tl.constexpr = False, STORE_DS: tl.constexpr = False, DS_TMA: tl.constexpr = True):
+    """dK and dV for one block of keys and one KV head (``kv_head0`` + the program's second
+    index). FUSE_DQ also adds each tile's dS K into a zeroed fp32 dQ accumulator (scaled to
+    bf16 by _dq_finish): 5 matrix products per tile pair instead of the split pair's 7. The
+    adds are relaxed per-element atomics, or with DQ_TMA one bulk reduce-add per tile (TMA,
+    from shared memory; the GPU only). STORE_DS instead writes each tile's dS^T, bf16, to its
+    place in ``ds_ptr`` (see _ds_tile) for _dq_from_ds, by TMA with DS_TMA. LOADS_TMA: the
+    streamed Q and dO tiles come by TMA."""
     start_n = tl.program_id(0) * BLOCK_N
-    kv_head = tl.program_id(1)
+    kv_head = kv_head0 + tl.program_id(1)
     cols = start_n + tl.arange(0, BLOCK_N)
     dims = tl.arange(0, D)
     col_ok = cols < T
@@ -163,6 +193,10 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_pt
     if FUSE_DQ and DQ_TMA:  # dQ as [T, HQ * D]: a tile of one head is [BLOCK_M, D] at column head * D
         dq_desc = tl.make_tensor_descriptor(dq_acc_ptr, shape=[T, HQ * D], strides=[HQ * D, 1],
                                             block_shape=[BLOCK_M, D])
+    ds_desc = None
+    if STORE_DS and DS_TMA:
+        ds_desc = tl.make_tensor_descriptor(ds_ptr, shape=[DS_ROWS, BLOCK_M], strides=[BLOCK_M, 1],
+                                            block_shape=[BLOCK_N, BLOCK_M])
     q_desc, do_desc = None, None
     if LOADS_TMA:  # [T, HQ * D]: one head's tile is [BLOCK_M, D] at column head * D
         q_desc = tl.make_tensor_descriptor(q_ptr, shape=[T, HQ * D], strides=[HQ * D, 1], block_shape=[BLOCK_M, D])
@@ -187,6 +221,14 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, end_pt
             dp_t = tl.dot(v, tl.trans(do))
             ds_t = (p_t * (dp_t - delta[None, :])).to(tl.bfloat16)
             dk += tl.dot(ds_t, q)
+            if STORE_DS:
+                tile = _ds_tile(start_ptr, start_m, start_n, head - kv_head0 * GROUP, T, window, SLOTS,
+                                BLOCK_M, BLOCK_N)
+                if DS_TMA:
+                    ds_desc.store([tile * BLOCK_N, 0], ds_t)
+                else:
+                    tile_at = ds_ptr + tile.to(tl.int64) * (BLOCK_N * BLOCK_M)
+                    tl.store(tile_at + tl.arange(0, BLOCK_N)[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :], ds_t)
             if FUSE_DQ:  # relaxed: the partial sums need no order among themselves, only the kernel's end
                 dq_part = tl.dot(tl.trans(ds_t), k)
                 if DQ_TMA:  # rows past T fall outside the descriptor's shape: the copy drops them
@@ -225,10 +267,7 @@ def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_
     lse = tl.load(lse_ptr + head * T + rows, mask=row_ok, other=0.0) * 1.4426950408889634
     delta = tl.load(delta_ptr + head * T + rows, mask=row_ok, other=0.0)
     row_doc = tl.load(doc_ptr + rows, mask=row_ok, other=-2)
-    begin_n = tl.load(start_ptr + start_m)  # no key before the first row's document is visible
-    if window > 0:
-        begin_n = tl.maximum(begin_n, start_m - window + 1)
-    begin_n -= begin_n % BLOCK_N
+    begin_n = _first_key(start_ptr, start_m, window, BLOCK_N)
     dq = tl.zeros([BLOCK_M, D], dtype=tl.float32)
     k_desc, v_desc = None, None
     if LOADS_TMA:
@@ -250,6 +289,48 @@ def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_
         ds = p * (dp - delta[:, None])
         dq += tl.dot(ds.to(tl.bfloat16), k)
     tl.store(dq_ptr + q_offsets, (dq * scale).to(tl.bfloat16), mask=row_ok[:, None])
+
+
+# dQ from stored dS: _dkdv_tiles writes each tile's dS^T (bf16, which the dK product already
+# rounds it to) and _dq_from_ds multiplies it by K, one product per tile pair where _dq's
+# recomputation takes three. Both walk the same 64 x 64 tile grid (_ds_tile's condition).
+DS_BLOCK = 64
+_STORED_SMALL = [(DS_BLOCK, DS_BLOCK, 4, 2), (DS_BLOCK, DS_BLOCK, 4, 3), (DS_BLOCK, DS_BLOCK, 8, 2)]
+_STORED_LARGE = [(DS_BLOCK, DS_BLOCK, 8, 1), (DS_BLOCK, DS_BLOCK, 8, 2)]
+_DQ_DS_SMALL = [(DS_BLOCK, DS_BLOCK, 4, 3), (DS_BLOCK, DS_BLOCK, 4, 4), (DS_BLOCK, DS_BLOCK, 8, 3)]
+_DQ_DS_LARGE = [(DS_BLOCK, DS_BLOCK, 4, 3), (DS_BLOCK, DS_BLOCK, 8, 3), (DS_BLOCK, DS_BLOCK, 4, 2)]
+
+_dkdv_ds = triton.autotune(configs=_configs(_STORED_SMALL + _STORED_LARGE), key=_KEY,
+                           prune_configs_by=_by_head_dim(_STORED_SMALL, _STORED_LARGE))(_dkdv_tiles)
+
+
+@triton.autotune(configs=_configs(_DQ_DS_SMALL + _DQ_DS_LARGE), key=_KEY,
+                 prune_configs_by=_by_head_dim(_DQ_DS_SMALL, _DQ_DS_LARGE))
+@triton.jit
+def _dq_from_ds(ds_ptr, k_ptr, start_ptr, dq_ptr, T, window, scale, head0, SLOTS, DS_ROWS, T_CLASS, WINDOW_CLASS,
+                HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LAST_ROWS_FIRST: tl.constexpr = False):
+    """dQ for one block of queries of one head (``head0`` + the program's second index) from
+    the dS^T tiles _dkdv_tiles stored: dQ = scale * sum over its key blocks of dS K."""
+    block = tl.program_id(0)
+    if LAST_ROWS_FIRST:
+        block = tl.num_programs(0) - 1 - block
+    start_m = block * BLOCK_M
+    local = tl.program_id(1)
+    head = head0 + local
+    rows = start_m + tl.arange(0, BLOCK_M)
+    ds_desc = tl.make_tensor_descriptor(ds_ptr, shape=[DS_ROWS, BLOCK_M], strides=[BLOCK_M, 1],
+                                        block_shape=[BLOCK_N, BLOCK_M])
+    k_desc = tl.make_tensor_descriptor(k_ptr, shape=[T, HKV * D], strides=[HKV * D, 1], block_shape=[BLOCK_N, D])
+    begin_n = _first_key(start_ptr, start_m, window, BLOCK_N)
+    first = _ds_tile(start_ptr, start_m, begin_n, local, T, window, SLOTS, BLOCK_M, BLOCK_N)
+    dq = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    for start_n in range(begin_n, tl.minimum(start_m + BLOCK_M, T), BLOCK_N):
+        ds_t = ds_desc.load([(first + (start_n - begin_n) // BLOCK_N) * BLOCK_N, 0])
+        k = k_desc.load([start_n, (head // GROUP) * D])
+        dq += tl.dot(tl.trans(ds_t), k)
+    offsets = (rows[:, None] * HQ + head) * D + tl.arange(0, D)[None, :]
+    tl.store(dq_ptr + offsets, (dq * scale).to(tl.bfloat16), mask=(rows < T)[:, None])
 
 
 # The fused kernel's candidates: its dQ partial, [BLOCK_M, D] fp32, lives beside the dK and dV
@@ -289,6 +370,17 @@ LOADS_BY_TMA = True
 # it pays only where the two kernels overlap.
 DQ_BESIDE = True
 DQ_LAST_ROWS_FIRST = True
+# dQ from the dS tiles _dkdv_tiles stores (per head-dim class), where they fit. Off until the
+# H200 has timed it against the split pair (tools/gpu_check.sh attention_ds). Each buffer is
+# at most DS_BUFFER_BYTES, KV heads taken in chunks that fit it, at least DS_MIN_CHUNKS of them
+# when there are heads enough, so that one chunk's dQ runs on the side stream beside the next
+# chunk's dK/dV (two buffers, 8 GiB at most: inside the card's 16 GiB with the gradients'
+# row statistics). Where one KV head's tiles alone do not fit (long unwindowed documents
+# of many query heads), dQ recomputes them (_dq).
+DS_STORED = {"small": False, "large": False}
+DS_BUFFER_BYTES = 4 << 30
+DS_MIN_CHUNKS = 2
+DS_BY_TMA = True  # the dK/dV kernel's dS tiles written by TMA stores (else from registers)
 _SIDE_STREAMS: dict = {}  # one per device, made at its first call
 
 
@@ -327,33 +419,51 @@ def _side_stream(device: torch.device):
     return _SIDE_STREAMS[device]
 
 
+def _ds_plan(t: int, hkv: int, group: int, max_seqlen: int, window: int):
+    """(SLOTS, KV heads per chunk), or None where one KV head's dS tiles exceed a buffer. A
+    query block sees at most its reach (document or window) plus its own rows, from a key
+    block that may start a block early: reach + 2 * DS_BLOCK - 2 keys."""
+    reach = max_seqlen if window <= 0 else min(max_seqlen, window)
+    slots = triton.cdiv(reach + 2 * DS_BLOCK - 2, DS_BLOCK)
+    per_kv_head = group * triton.cdiv(t, DS_BLOCK) * slots * DS_BLOCK * DS_BLOCK * 2
+    if per_kv_head > DS_BUFFER_BYTES:
+        return None
+    return slots, max(1, min(DS_BUFFER_BYTES // per_kv_head, triton.cdiv(hkv, DS_MIN_CHUNKS)))
+
+
 def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     t, hq, d = q.shape
     hkv = k.shape[1]
+    group = hq // hkv
     documents = cu_seqlens.numel() - 1
-    fused = FUSED_DQ["small" if d <= 128 else "large"]
+    head_class = "small" if d <= 128 else "large"
     tables = torch.empty(3, t, dtype=torch.int32, device=q.device)  # document id, start, end per token
     _document_tables[(documents,)](cu_seqlens, tables[0], tables[1], tables[2], BLOCK=1024)
     delta = torch.empty(hq, t, dtype=torch.float32, device=q.device)
     _delta[(triton.cdiv(t, 64), hq)](o, do, delta, t, HQ=hq, D=d, BLOCK=64)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    scale = float(softmax_scale)
-    common = dict(HQ=hq, HKV=hkv, GROUP=hq // hkv, D=d, LOADS_TMA=LOADS_BY_TMA, **_classes(t, int(window)))
-    if (fused and DQ_BY_TMA or LOADS_BY_TMA) and q.is_cuda:
+    scale, window = float(softmax_scale), int(window)
+    common = dict(HQ=hq, HKV=hkv, GROUP=group, D=d, **_classes(t, window))
+    if q.is_cuda:
         # A descriptor made inside a kernel lives in global scratch that Triton asks for.
         triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=q.device))
-    if fused:
+    dkdv_args = (q, k, v, do, lse, delta, tables[0], tables[1], tables[2], dk, dv)
+    plan = _ds_plan(t, hkv, group, int(max_seqlen), window) if DS_STORED[head_class] else None
+    if plan is not None:
+        _stored_ds(dkdv_args, dq, plan, window, scale, common)
+        return dq, dk, dv
+    if FUSED_DQ[head_class]:
         dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-        by_tma = DQ_BY_TMA and q.is_cuda
         _dkdv_dq[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](
-            q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, dq_acc, t, window, scale, scale * LOG2E,
-            FUSE_DQ=True, DQ_TMA=by_tma, **common)
+            *dkdv_args, dq_acc, dq_acc, t, window, scale, scale * LOG2E, 0, 1, 1,
+            FUSE_DQ=True, DQ_TMA=DQ_BY_TMA and q.is_cuda, LOADS_TMA=LOADS_BY_TMA, **common)
         _dq_finish[(triton.cdiv(dq.numel(), 4096),)](dq_acc, dq, dq.numel(), scale, BLOCK=4096)
         return dq, dk, dv
-    dkdv_args = (q, k, v, do, lse, delta, tables[0], tables[2], dk, dv, delta, t, window, scale, scale * LOG2E)
+    dkdv_args = (*dkdv_args, delta, delta, t, window, scale, scale * LOG2E, 0, 1, 1)
     dq_args = (q, k, v, do, lse, delta, tables[0], tables[1], dq, t, window, scale, scale * LOG2E)
-    dkdv_kwargs, dq_kwargs = dict(FUSE_DQ=False, **common), dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
-    ahead = (t % 16 == 0, *common.values())  # what the compiled kernels are specialised on
+    dkdv_kwargs = dict(FUSE_DQ=False, LOADS_TMA=LOADS_BY_TMA, **common)
+    dq_kwargs = dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, LOADS_TMA=LOADS_BY_TMA, **common)
+    ahead = (t % 16 == 0, LOADS_BY_TMA, *common.values())  # what the compiled kernels are specialised on
     if COMPILE_AHEAD and q.is_cuda and ahead not in _AHEAD:
         _AHEAD.add(ahead)
         _compile_ahead([(_dkdv, dkdv_args, dkdv_kwargs), (_dq, dq_args, dq_kwargs)])
@@ -370,3 +480,37 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
         # so none of their memory is handed out again before dQ is done.
         main.wait_stream(side)
     return dq, dk, dv
+
+
+def _stored_ds(dkdv_args, dq, plan, window, scale, common) -> None:
+    """dK/dV per chunk of KV heads, each chunk's dS tiles stored, then its dQ from them. On the
+    GPU a chunk's dQ runs on the side stream beside the next chunk's dK/dV; buffers alternate,
+    and a chunk's dK/dV waits until the dQ that last read its buffer is done."""
+    q, k = dkdv_args[0], dkdv_args[1]
+    start = dkdv_args[7]
+    t, hkv, group = q.shape[0], k.shape[1], common["GROUP"]
+    slots, per_chunk = plan
+    chunks = [(h, min(h + per_chunk, hkv)) for h in range(0, hkv, per_chunk)]
+    rows = per_chunk * group * triton.cdiv(t, DS_BLOCK) * slots * DS_BLOCK
+    buffers = [torch.empty(rows, DS_BLOCK, dtype=torch.bfloat16, device=q.device) for _ in chunks[:2]]
+    beside = DQ_BESIDE and q.is_cuda and len(chunks) > 1
+    if beside:
+        main, side = torch.cuda.current_stream(q.device), _side_stream(q.device)
+        read = [None] * len(chunks)  # the event each chunk's dQ records once it is done reading
+    for i, (h0, h1) in enumerate(chunks):
+        buffer = buffers[i % 2]
+        if beside and i >= 2:
+            main.wait_event(read[i - 2])
+        _dkdv_ds[(triton.cdiv(t, DS_BLOCK), h1 - h0)](
+            *dkdv_args, buffer, buffer, t, window, scale, scale * LOG2E, h0, slots, rows,
+            FUSE_DQ=False, LOADS_TMA=LOADS_BY_TMA, STORE_DS=True, DS_TMA=DS_BY_TMA, **common)
+        if beside:
+            side.wait_stream(main)
+        with torch.cuda.stream(side) if beside else contextlib.nullcontext():
+            _dq_from_ds[(triton.cdiv(t, DS_BLOCK), (h1 - h0) * group)](
+                buffer, k, start, dq, t, window, scale, h0 * group, slots, rows,
+                LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
+            if beside:
+                read[i] = side.record_event()
+    if beside:
+        main.wait_stream(side)  # as in kernel(): joined before the gradients are read

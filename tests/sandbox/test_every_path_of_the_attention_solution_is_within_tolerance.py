@@ -1,5 +1,6 @@
-"""Every path of the attention solution (dQ by its own kernel, its row blocks in either order, or
-fused; the streamed tiles by TMA or by pointers) is within tolerance in the interpreter."""
+"""Every path of the attention solution (dQ from stored dS tiles in one or several chunks of KV
+heads; dQ by its own kernel, its row blocks in either order; fused; the streamed tiles by TMA or
+by pointers) is within tolerance in the interpreter."""
 
 from __future__ import annotations
 
@@ -20,20 +21,31 @@ SIZES = [
 ]
 
 
-# (dQ fused, streamed tiles by TMA, dQ's row blocks last rows first)
-PATHS = ((False, True, True), (False, True, False), (False, False, False), (True, True, False), (True, False, False))
+# Each path as the module attributes it sets. The stored path takes one chunk of KV heads or one
+# per head (DS_MIN_CHUNKS); a buffer too small for one KV head's tiles falls back to _dq.
+STORED_OFF = {"DS_STORED": {"small": False, "large": False}}
+PATHS = (
+    {"DS_MIN_CHUNKS": 1},
+    {"DS_MIN_CHUNKS": 32, "DQ_LAST_ROWS_FIRST": False, "DS_BY_TMA": False},
+    {"DS_BUFFER_BYTES": 1024},
+    {**STORED_OFF, "LOADS_BY_TMA": True, "DQ_LAST_ROWS_FIRST": True},
+    {**STORED_OFF, "LOADS_BY_TMA": True, "DQ_LAST_ROWS_FIRST": False},
+    {**STORED_OFF, "LOADS_BY_TMA": False, "DQ_LAST_ROWS_FIRST": False},
+    {**STORED_OFF, "FUSED_DQ": {"small": True, "large": True}, "LOADS_BY_TMA": True},
+    {**STORED_OFF, "FUSED_DQ": {"small": True, "large": True}, "LOADS_BY_TMA": False},
+)
 CHECK = f"PATHS = {PATHS!r}\n" + """
 from pytest_nodus.grader.correctness import check_outputs
 rows = []
-for fused, by_tma, rows_first in PATHS:
-    solution.FUSED_DQ = {"small": fused, "large": fused}
-    solution.LOADS_BY_TMA = by_tma
-    solution.DQ_LAST_ROWS_FIRST = rows_first
+defaults = {name: getattr(solution, name) for path in PATHS for name in path}
+for path in PATHS:
+    for name, value in {**defaults, **path}.items():
+        setattr(solution, name, value)
     for dims in json.loads(sys.argv[1]):
         fresh = inputs.make_inputs(ENV, dims, 7, torch.device("cpu"))
         out = solution.kernel(*[fresh[s.name] for s in ENV.contract.inputs])
         checks = check_outputs(list(out), ENV.reference(fresh), ENV.contract, ENV.tolerance)
-        rows.append({"fused": fused, "tma": by_tma, "rows_first": rows_first, "dims": dims, "checks": [[c.name, c.error, c.limit] for c in checks]})
+        rows.append({"path": path, "dims": dims, "checks": [[c.name, c.error, c.limit] for c in checks]})
 print(json.dumps(rows))
 """
 
@@ -41,7 +53,7 @@ print(json.dumps(rows))
 def test_every_path_of_the_attention_solution_is_within_tolerance():
     rows = attention_solution_child.run(CHECK, json.dumps(SIZES))
     assert len(rows) == len(PATHS) * len(SIZES)
-    failed = [(r["fused"], r["tma"], r["rows_first"], r["dims"], name, error, limit)
+    failed = [(r["path"], r["dims"], name, error, limit)
               for r in rows for name, error, limit in r["checks"] if not error <= limit]
     assert not failed, failed
     assert {name for r in rows for name, _, _ in r["checks"]} == {"dq", "dk", "dv"}

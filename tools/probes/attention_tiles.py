@@ -91,8 +91,8 @@ class Call:
         kw = dict(self.common, MASK_EVERY_TILE=every_tile, **config)
         if kernel == "dkdv":
             fn, grid = self.sol._dkdv_tiles, (triton.cdiv(self.t, config["BLOCK_N"]), self.hkv)
-            args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[2], self.dk, self.dv, self.delta,
-                    self.t, window, scale, scale * self.sol.LOG2E)
+            args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[1], self.tables[2], self.dk, self.dv,
+                    self.delta, self.delta, self.t, window, scale, scale * self.sol.LOG2E, 0, 1, 1)
             kw["FUSE_DQ"] = False
         elif kernel == "dq":
             fn, grid = self.sol._dq.fn, (triton.cdiv(self.t, config["BLOCK_M"]), self.hq)
@@ -100,8 +100,8 @@ class Call:
                     scale, scale * self.sol.LOG2E)
         else:
             fn, grid = self.sol._dkdv_tiles, (triton.cdiv(self.t, config["BLOCK_N"]), self.hkv)
-            args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[2], self.dk, self.dv, self.dq_acc,
-                    self.t, window, scale, scale * self.sol.LOG2E)
+            args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[1], self.tables[2], self.dk, self.dv,
+                    self.dq_acc, self.dq_acc, self.t, window, scale, scale * self.sol.LOG2E, 0, 1, 1)
             kw["FUSE_DQ"], kw["DQ_TMA"] = True, kernel == "fused_tma"
             if kw["DQ_TMA"]:  # the descriptor's global scratch
                 triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))

@@ -8,7 +8,9 @@ GPU kernels that take the most time, in us per call, so a slow launch shows by n
 host's waits on the device (syncs, copies back), each of which exposes the launches after it.
 Sweep (``--sweep``): the solution's module attribute ATTR replaced by each Python EXPR in
 turn (e.g. ``_config`` by ``lambda device: dict(BLOCK_M=64, ...)``), each timed as
-tools/bench_env.py times a kernel; "default" is the file as it is.
+tools/bench_env.py times a kernel; "default" is the file as it is. ``--sweep '*'`` sweeps
+variants of several attributes: each value is ``ATTR=EXPR & ATTR=EXPR ...``. ``--set 'ATTR=EXPR
+& ...'`` changes the solution before the profile and the sweep (whose "default" it becomes).
 """
 
 from __future__ import annotations
@@ -53,6 +55,15 @@ def profile(env, name: str, module, dims, seed: int) -> None:
         print(f"    {e.device_time_total / 3:10.1f} us  x{e.count // 3:<3d} {e.key[:110]}")
 
 
+def _assignments(sweep: str, value: str) -> dict:
+    """``{ATTR: value}`` for one variant: ``EXPR`` of ``--sweep ATTR``, or with ``--sweep '*'``
+    ``ATTR=EXPR & ATTR=EXPR``."""
+    if sweep != "*":
+        return {sweep: eval(value)}
+    pairs = (part.split("=", 1) for part in value.split(" & "))
+    return {name.strip(): eval(expr) for name, expr in pairs}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("env")
@@ -62,11 +73,14 @@ def main() -> int:
     parser.add_argument("--sweep")
     parser.add_argument("--values", default="")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--set", default="", help="ATTR=EXPR & ATTR=EXPR: the solution as profiled and swept")
     args = parser.parse_args()
     env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
     prof_ = env.profile("cuda")
     known = bench_env.kernel_files(args.env, prof_)
     modules = {n: bench_env.load(n, known[n]) for n in args.kernels.split(",")}
+    for name, value in (_assignments("*", args.set) if args.set else {}).items():
+        setattr(modules["solution"], name, value)
     sizes = bench_env.labelled_sizes(env, args.sealed)
     device = devices.choose("cuda")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -77,11 +91,13 @@ def main() -> int:
             profile(env, name, module, dims, seed=11)
         if args.sweep:
             solution = modules["solution"]
-            default = getattr(solution, args.sweep)
-            variants = [("default", default)] + [(v.strip(), eval(v)) for v in args.values.split(";") if v.strip()]
+            variants = [("default", {})] + [(v.strip(), _assignments(args.sweep, v)) for v in args.values.split(";")
+                                            if v.strip()]
+            defaults = {name: getattr(solution, name) for _, assigned in variants for name in assigned}
             base = bench_env.time_size(env, {"expert": modules["expert"]}, dims, args.reps, flush, 21, device)
-            for text, value in variants:
-                setattr(solution, args.sweep, value)
+            for text, assigned in variants:
+                for name, value in {**defaults, **assigned}.items():
+                    setattr(solution, name, value)
                 # Checked against the expert's outputs (not timed again): a fast candidate must also be right.
                 got = bench_env.time_size(env, {"solution": solution}, dims, args.reps, flush, 21, device,
                                           expected_from=modules["expert"])
@@ -89,7 +105,8 @@ def main() -> int:
                     ms, error = got["solution"][0], got["solution"][1]
                     print(f"  sweep {ms:9.3f} ms {base['expert'][0] / ms:6.3f}x  error {error:.2f} of the limit  {text}",
                           flush=True)
-            setattr(solution, args.sweep, default)
+            for name, value in defaults.items():
+                setattr(solution, name, value)
         torch.cuda.empty_cache()
     return 0
 
