@@ -18,6 +18,9 @@ SIZES = [
     {"T": 80, "Hq": 4, "Hkv": 1, "D": 16, "B": 40, "W": 3},  # many one- and two-token documents
     {"T": 70, "Hq": 2, "Hkv": 2, "D": 32, "B": 1, "W": 1},
     {"T": 48, "Hq": 2, "Hkv": 1, "D": 256, "B": 2, "W": 16},  # the "large" head-dim class
+    # A window of 2 + 64k keys: a block of queries then reaches into exactly as many key
+    # blocks as the stored path's slots allow (_ds_plan's bound is tight; one fewer fails).
+    {"T": 200, "Hq": 2, "Hkv": 1, "D": 16, "B": 1, "W": 66},
 ]
 
 
