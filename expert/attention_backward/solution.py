@@ -497,19 +497,28 @@ def _stored_ds(dkdv_args, dq, plan, window, scale, common) -> None:
     if beside:
         main, side = torch.cuda.current_stream(q.device), _side_stream(q.device)
         read = [None] * len(chunks)  # the event each chunk's dQ records once it is done reading
+    dkdv_kwargs = dict(FUSE_DQ=False, LOADS_TMA=LOADS_BY_TMA, STORE_DS=True, DS_TMA=DS_BY_TMA, **common)
+    dq_kwargs = dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
+
+    def arguments(buffer, h0):
+        return ((*dkdv_args, buffer, buffer, t, window, scale, scale * LOG2E, h0, slots, rows),
+                (buffer, k, start, dq, t, window, scale, h0 * group, slots, rows))
+
+    ahead = ("stored", t % 16 == 0, LOADS_BY_TMA, DS_BY_TMA, *common.values())
+    if COMPILE_AHEAD and q.is_cuda and ahead not in _AHEAD:
+        _AHEAD.add(ahead)
+        dkdv_first, dq_first = arguments(buffers[0], 0)
+        _compile_ahead([(_dkdv_ds, dkdv_first, dkdv_kwargs), (_dq_from_ds, dq_first, dq_kwargs)])
     for i, (h0, h1) in enumerate(chunks):
         buffer = buffers[i % 2]
         if beside and i >= 2:
             main.wait_event(read[i - 2])
-        _dkdv_ds[(triton.cdiv(t, DS_BLOCK), h1 - h0)](
-            *dkdv_args, buffer, buffer, t, window, scale, scale * LOG2E, h0, slots, rows,
-            FUSE_DQ=False, LOADS_TMA=LOADS_BY_TMA, STORE_DS=True, DS_TMA=DS_BY_TMA, **common)
+        dkdv_chunk, dq_chunk = arguments(buffer, h0)
+        _dkdv_ds[(triton.cdiv(t, DS_BLOCK), h1 - h0)](*dkdv_chunk, **dkdv_kwargs)
         if beside:
             side.wait_stream(main)
         with torch.cuda.stream(side) if beside else contextlib.nullcontext():
-            _dq_from_ds[(triton.cdiv(t, DS_BLOCK), (h1 - h0) * group)](
-                buffer, k, start, dq, t, window, scale, h0 * group, slots, rows,
-                LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
+            _dq_from_ds[(triton.cdiv(t, DS_BLOCK), (h1 - h0) * group)](*dq_chunk, **dq_kwargs)
             if beside:
                 read[i] = side.record_event()
     if beside:
