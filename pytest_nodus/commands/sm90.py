@@ -1,5 +1,5 @@
 """nodus-sm90: compile a kernel file for the H200 (sm_90a) on a machine without a GPU, as its
-``kernel`` launches its Triton kernels at a GPU size, and print what ptxas reports per launch:
+``kernel`` launches its Triton kernels (Gluon's too) at a GPU size, and print what ptxas reports per launch:
 registers, spills, shared memory (warned past the 227 KiB a block may use), and whether the
 main loops became wgmma, cp.async, TMA loads or TMA reduce-adds.
 
@@ -40,6 +40,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from pytest_nodus.grader import inputs as nodus_inputs
@@ -64,6 +65,9 @@ def _arg_type(value) -> str | None:
         return "fp32"
     if isinstance(value, TensorDescriptor):  # a host-made TMA descriptor, passed by value
         return f"tensordesc<{TYPES[value.base.dtype]}[{', '.join(str(b) for b in value.block_shape)}]>"
+    if isinstance(value, GluonTensorDescriptor):  # Gluon's also carries its shared-memory layout
+        return (f"tensordesc<{TYPES[value.base.dtype]}[{', '.join(str(b) for b in value.block_shape)}],"
+                f"{value.layout!r}>")
     return None
 
 
