@@ -1,7 +1,8 @@
 """nodus-sm90: compile a kernel file for the H200 (sm_90a) on a machine without a GPU, as its
-``kernel`` launches its Triton kernels (Gluon's too) at a GPU size, and print what ptxas reports per launch:
-registers, spills, shared memory (warned past the 227 KiB a block may use), and whether the
-main loops became wgmma, cp.async, TMA loads or TMA reduce-adds.
+``kernel`` launches its Triton kernels (Gluon's too) at a GPU size, and print what ptxas
+reports per launch: registers, spills, shared memory (warned past the 227 KiB a block may
+use), whether the main loops became wgmma, cp.async, TMA loads or TMA reduce-adds, and where
+warp-specialised partitions trade registers (setmaxnreg).
 
     nodus-sm90 ENV KERNEL_FILE [--size public-0] [--sealed DIR] [--set NAME=EXPR] [--constexpr NAME=EXPR]
 
@@ -40,6 +41,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
+from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -96,7 +98,9 @@ def _captured(fn: JITFunction, args: tuple, kwargs: dict):
 def compile_sm90(fn: JITFunction, launch):
     """One captured launch (``_captured``) compiled for sm_90a as Triton's JIT would on the H200."""
     signature, constexprs, attrs, options = launch
-    return triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
+    # Gluon's source sets what its kernels' warp-specialised regions need (their warp counts).
+    source = GluonASTSource if fn.is_gluon() else ASTSource
+    return triton.compile(source(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
                           target=GPUTarget("cuda", 90, 32), options=options)
 
 
@@ -120,6 +124,7 @@ def _report(fn: JITFunction, launch) -> str:
             f"smem {compiled.metadata.shared:6d} B  wgmma {ptx.count('wgmma.mma_async'):3d} "
             f"mma.sync {ptx.count('mma.sync'):3d} cp.async {ptx.count('cp.async.cg') + ptx.count('cp.async.ca'):3d} "
             f"tma {ptx.count('cp.async.bulk.tensor'):2d} tma-reduce {ptx.count('cp.reduce.async.bulk'):2d}"
+            f"{f' setmaxnreg {n}' if (n := ptx.count('setmaxnreg')) else ''}"
             f"{'  OVER 227 KiB OF SHARED MEMORY: WILL NOT LAUNCH' if compiled.metadata.shared > SHARED_LIMIT else ''}"
             f"  {shown}")
 

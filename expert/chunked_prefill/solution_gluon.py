@@ -1,0 +1,192 @@
+"""chunked_prefill in Gluon: FlashAttention-3's forward structure over the paged cache, a
+prototype beside the Triton solution (``solution.py``), compiled for sm_90a but not yet run.
+
+Why: the Triton kernel holds a 64-row tile per K/V tile read, and its 128-row tiles run no
+faster (docs/results/chunked_prefill.md), so it reads K and V from L2 once per 64 rows: at
+D = 128 that is 64 FLOP per byte, more than the H200's L2 delivers at cuDNN's 480-640 TF/s.
+Here a block is 128 rows (a KV head's query-head group times its tokens, as in the Triton
+solution) over two consumer warpgroups, and one producer warp streams K and V by TMA into a
+ring of shared-memory stages, so the loads of the next tiles overlap this tile's products
+and softmax, and the consumers keep their registers for the accumulators.
+
+- Producer (1 warp): per key tile, the block table lookup(s) and TMA loads of K and V into
+  the next free stage (``ready`` / ``empty`` barriers); a page shorter than the tile takes one
+  load per page into its slice of the stage.
+- Consumers (8 warps, 2 warpgroups of 64 rows): S = Q K^T by wgmma from shared memory, the
+  online softmax in exp2 with the scale folded, P from registers into the P V wgmma; masks
+  only on tiles at or past the block's first query position (the causal diagonal and the
+  sequence's end), whose keys past the end get probability exactly 0 (the garbage behind them
+  is finite by contract).
+- The GPU only (Gluon has no interpreter): ``kernel`` needs CUDA tensors.
+"""
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+# Triton 3.6 (the H200's) names the TMA load async_copy_global_to_shared and a partition's
+# barrier thread_barrier; later ones async_load and barrier.
+_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+_partition_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
+
+BLOCK_M = 128  # rows per block: two warpgroups of 64
+CONSUMER_WARPS = 8
+PRODUCER_REGS = 24  # a producer issues scalar lookups and TMA copies: the fewest registers allowed
+
+
+def _tiles(d: int) -> tuple[int, int]:
+    """(BLOCK_N, stages): keys per tile and the ring's depth, inside 227 KiB of shared memory
+    with Q's [128, D] tile (D = 256: 64 KiB of Q and 2 x 2 x 32 KiB of K and V)."""
+    return (64, 2) if d > 128 else (128, 2) if d == 128 else (128, 3)
+
+
+@gluon.jit
+def _loader(k_desc, v_desc, k_bufs, v_bufs, ready, empty, table, kv_head, end, HKV: gl.constexpr,
+            PAGE: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """The producer: K and V tiles of keys [0, end) into the ring, in order."""
+    PIECE: gl.constexpr = BLOCK_N if PAGE >= BLOCK_N else PAGE  # rows one TMA load brings
+    for i in range(gl.cdiv(end, BLOCK_N)):
+        stage = i % STAGES
+        # A fresh barrier counts as having completed the phase before its first: the first
+        # pass over the ring waits for nothing.
+        mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(stage), 2 * BLOCK_N * k_desc.block_type.shape[1] * 2)
+        for piece in gl.static_range(BLOCK_N // PIECE):
+            key = i * BLOCK_N + piece * PIECE
+            # A piece past the last key reads the last page again (a table entry past the
+            # sequence's pages may lie past the table): its rows meet probabilities of 0.
+            key = gl.minimum(key, ((end - 1) // PAGE) * PAGE)
+            row = (gl.load(table + key // PAGE) * HKV + kv_head) * PAGE + key % PAGE
+            _tma_load(k_desc, [row, 0], ready.index(stage), k_bufs.index(stage).slice(piece * PIECE, PIECE))
+            _tma_load(v_desc, [row, 0], ready.index(stage), v_bufs.index(stage).slice(piece * PIECE, PIECE))
+
+
+@gluon.jit
+def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
+            HQ: gl.constexpr, GROUP: gl.constexpr, GROUP_P2: gl.constexpr, D: gl.constexpr,
+            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, WARPS: gl.constexpr):
+    """The consumers: one block's rows (query head g of the group, token t at row
+    g * TOKENS + t) against keys [0, end), the output written through pointers."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
+                                                       instr_shape=[16, D, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+    rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    TOKENS: gl.constexpr = BLOCK_M // GROUP_P2
+
+    # Q through registers into shared memory: its rows are not one box of the [T, HQ, D] tensor.
+    r = gl.arange(0, BLOCK_M, layout=rows_o)
+    token, g = start + r % TOKENS, r // TOKENS
+    row_ok = (q0 + token < q1) & (g < GROUP)
+    cols = gl.arange(0, D, layout=gl.SliceLayout(0, o_layout))
+    q_at = ((q0 + token[:, None]) * HQ + kv_head * GROUP + g[:, None]) * D + cols[None, :]
+    q = gl.load(q_ptr + q_at, mask=row_ok[:, None], other=0.0)
+    q_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_M, D],
+                                       gl.NVMMASharedLayout.get_default_for([BLOCK_M, D], gl.bfloat16), q)
+    fence_async_shared()
+
+    position = first + start + gl.arange(0, BLOCK_M, layout=rows_s) % TOKENS  # each row's query position
+    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=rows_s)
+    l_i = gl.zeros([BLOCK_M], gl.float32, layout=rows_s)
+    acc = gl.zeros([BLOCK_M, D], gl.float32, layout=o_layout)
+    unmasked_end = ((first + start) // BLOCK_N) * BLOCK_N  # keys below the first query: visible to all
+    for i in range(gl.cdiv(end, BLOCK_N)):
+        stage = i % STAGES
+        mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
+        k_tile, v_tile = k_bufs.index(stage), v_bufs.index(stage)
+        s = warpgroup_mma(q_smem, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                          use_acc=False, is_async=True)
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(s,)) * scale_log2
+        if i * BLOCK_N >= unmasked_end:
+            keys = i * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+            s = gl.where((keys[None, :] <= position[:, None]) & (keys < end)[None, :], s, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, axis=1))
+        m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)  # padded rows see no key at all
+        p = gl.exp2(s - m_safe[:, None])
+        alpha = gl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + gl.sum(p, axis=1)
+        acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+        # P stays in registers: the scores' accumulator layout is already the A operand's.
+        p_operand = gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True)
+        acc = warpgroup_mma(p_operand, v_tile, acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        # Both warpgroups are done with the stage before it is handed back: one arrival
+        # stands for the partition.
+        _partition_barrier()
+        mbarrier.arrive(empty.index(stage), count=1)
+        m_i = m_new
+    out = acc / gl.convert_layout(gl.where(l_i > 0, l_i, 1.0), rows_o)[:, None]
+    gl.store(o_ptr + q_at, out.to(gl.bfloat16), mask=row_ok[:, None])
+
+
+@gluon.jit
+def _prefill(q_ptr, k_desc, v_desc, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr, item_start_ptr, o_ptr, items_ptr,
+             table_width, scale_log2, HQ: gl.constexpr, HKV: gl.constexpr, GROUP: gl.constexpr,
+             GROUP_P2: gl.constexpr, D: gl.constexpr, PAGE: gl.constexpr, BLOCK_M: gl.constexpr,
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, WARPS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    item = gl.program_id(0)
+    if item < gl.load(items_ptr):  # the grid has room for the most blocks a split can need
+        kv_head = gl.program_id(1)
+        seq = gl.load(item_seq_ptr + item)
+        start = gl.load(item_start_ptr + item)
+        q0 = gl.load(cu_ptr + seq)
+        q1 = gl.load(cu_ptr + seq + 1)
+        context = gl.load(seqlens_ptr + seq)
+        first = context - (q1 - q0)
+        end = gl.minimum(first + start + BLOCK_M // GROUP_P2, context)  # past the block's last query: none
+        k_bufs = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_N, D], k_desc.layout)
+        v_bufs = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_N, D], v_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for stage in gl.static_range(STAGES):
+            mbarrier.init(ready.index(stage), count=1)
+            mbarrier.init(empty.index(stage), count=1)
+        gl.warp_specialize([
+            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
+                       HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, WARPS)),
+            (_loader, (k_desc, v_desc, k_bufs, v_bufs, ready, empty, table_ptr + seq * table_width, kv_head, end,
+                       HKV, PAGE, BLOCK_N, STAGES)),
+        ], [1], [PRODUCER_REGS])
+
+
+def _work_items(cu_seqlens_q, cache_seqlens, tokens_per_block: int, most: int):
+    """(sequence, first token) of every block, heaviest first, made on the device: ``most``
+    slots, the first ``count`` of which are real (the grid is sized on the host without a sync)."""
+    lengths = cu_seqlens_q[1:] - cu_seqlens_q[:-1]
+    blocks = (lengths + tokens_per_block - 1) // tokens_per_block
+    ends = torch.cumsum(blocks, 0)
+    slot = torch.arange(most, device=lengths.device)
+    seq = torch.searchsorted(ends, slot, right=True).clamp_(max=lengths.numel() - 1)
+    start = (slot - (ends[seq] - blocks[seq])) * tokens_per_block
+    work = torch.where(slot < ends[-1], cache_seqlens[seq] - lengths[seq] + start + tokens_per_block, -1)
+    order = torch.argsort(work, descending=True)
+    return seq[order].to(torch.int32), start[order].to(torch.int32), ends[-1:]
+
+
+def kernel(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, max_seqlen_q, softmax_scale):
+    tokens, hq, d = q.shape
+    pages, page, hkv = k_cache.shape[0], k_cache.shape[2], k_cache.shape[1]
+    group = hq // hkv
+    group_p2 = triton.next_power_of_2(group)
+    block_n, stages = _tiles(d)
+    piece = min(page, block_n)
+    # The cache as [pages * HKV * PAGE, D]: a page's rows of one KV head are contiguous.
+    layout = gl.NVMMASharedLayout.get_default_for([piece, d], gl.bfloat16)
+    k_desc = TensorDescriptor.from_tensor(k_cache.view(pages * hkv * page, d), [piece, d], layout)
+    v_desc = TensorDescriptor.from_tensor(v_cache.view(pages * hkv * page, d), [piece, d], layout)
+    tokens_per_block = BLOCK_M // group_p2
+    most = tokens // tokens_per_block + block_table.shape[0]  # at most one partial block per sequence
+    item_seq, item_start, count = _work_items(cu_seqlens_q, cache_seqlens, tokens_per_block, most)
+    o = torch.empty_like(q)
+    _prefill[(most, hkv)](q, k_desc, v_desc, block_table, cache_seqlens, cu_seqlens_q, item_seq, item_start, o, count,
+                          block_table.shape[1], float(softmax_scale) * 1.4426950408889634, HQ=hq, HKV=hkv,
+                          GROUP=group, GROUP_P2=group_p2, D=d, PAGE=page, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
+                          STAGES=stages, WARPS=CONSUMER_WARPS, PRODUCER_REGS=PRODUCER_REGS,
+                          num_warps=CONSUMER_WARPS)
+    return o
