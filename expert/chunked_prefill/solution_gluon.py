@@ -5,18 +5,20 @@ Why: the Triton kernel holds a 64-row tile per K/V tile read, and its 128-row ti
 faster (docs/results/chunked_prefill.md), so it reads K and V from L2 once per 64 rows: at
 D = 128 that is 64 FLOP per byte, more than the H200's L2 delivers at cuDNN's 480-640 TF/s.
 Here a block is 128 rows (a KV head's query-head group times its tokens, as in the Triton
-solution) over two consumer warpgroups, and one producer warp streams K and V by TMA into a
-ring of shared-memory stages, so the loads of the next tiles overlap this tile's products
-and softmax, and the consumers keep their registers for the accumulators.
+solution) over two consumer warpgroups that share each K/V tile read, and one producer warp
+streams K and V by TMA into a ring of shared-memory stages, so the loads of the next tiles
+overlap this tile's products and softmax, and the consumers keep their registers for the
+accumulators.
 
 - Producer (1 warp): per key tile, the block table lookup(s) and TMA loads of K and V into
   the next free stage (``ready`` / ``empty`` barriers); a page shorter than the tile takes one
   load per page into its slice of the stage.
-- Consumers (8 warps, 2 warpgroups of 64 rows): S = Q K^T by wgmma from shared memory, the
-  online softmax in exp2 with the scale folded, P from registers into the P V wgmma; masks
-  only on tiles at or past the block's first query position (the causal diagonal and the
-  sequence's end), whose keys past the end get probability exactly 0 (the garbage behind them
-  is finite by contract).
+- Consumers (two partitions of one warpgroup, 64 rows each, 240 registers a thread): S = Q K^T
+  by wgmma from shared memory, the online softmax in exp2 with the scale folded, P from
+  registers into the P V wgmma; masks only on tiles at or past the block's first query
+  position (the causal diagonal and the sequence's end), whose keys past the end get
+  probability exactly 0 (the garbage behind them is finite by contract). Each hands a stage
+  back on its own, so one's softmax can run beside the other's products.
 - The GPU only (Gluon has no interpreter): ``kernel`` needs CUDA tensors.
 """
 
@@ -28,14 +30,14 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-# Triton 3.6 (the H200's) names the TMA load async_copy_global_to_shared and a partition's
-# barrier thread_barrier; later ones async_load and barrier.
+# Triton 3.6 (the H200's) names the TMA load async_copy_global_to_shared; later ones async_load.
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-_partition_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
-BLOCK_M = 128  # rows per block: two warpgroups of 64
-CONSUMER_WARPS = 8
-PRODUCER_REGS = 24  # a producer issues scalar lookups and TMA copies: the fewest registers allowed
+BLOCK_M = 128  # rows per block: two consumer warpgroups of 64
+# Registers per thread: 2 x 128 consumer threads at 240 and 32 producer threads at 24 fill the
+# SM's 64 K (a producer issues scalar lookups and TMA copies: the fewest registers allowed).
+CONSUMER_REGS = 240
+PRODUCER_REGS = 24
 
 
 def _tiles(d: int) -> tuple[int, int]:
@@ -67,13 +69,16 @@ def _loader(k_desc, v_desc, k_bufs, v_bufs, ready, empty, table, kv_head, end, H
 
 @gluon.jit
 def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
-            HQ: gl.constexpr, GROUP: gl.constexpr, GROUP_P2: gl.constexpr, D: gl.constexpr,
-            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, WARPS: gl.constexpr):
-    """The consumers: one block's rows (query head g of the group, token t at row
-    g * TOKENS + t) against keys [0, end), the output written through pointers."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
+            HALF: gl.constexpr, HQ: gl.constexpr, GROUP: gl.constexpr, GROUP_P2: gl.constexpr, D: gl.constexpr,
+            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """One consumer warpgroup: rows HALF * 64 .. + 64 of the block (block row r is query head
+    r // TOKENS of the group at token r % TOKENS) against keys [0, end), its output written
+    through pointers. The two consumers share nothing but the ring: each hands a stage back
+    with its own arrival (``empty`` counts two), so neither waits for the other."""
+    ROWS: gl.constexpr = 64
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, D, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
@@ -81,26 +86,27 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, en
     TOKENS: gl.constexpr = BLOCK_M // GROUP_P2
 
     # Q through registers into shared memory: its rows are not one box of the [T, HQ, D] tensor.
-    r = gl.arange(0, BLOCK_M, layout=rows_o)
+    r = HALF * ROWS + gl.arange(0, ROWS, layout=rows_o)
     token, g = start + r % TOKENS, r // TOKENS
     row_ok = (q0 + token < q1) & (g < GROUP)
     cols = gl.arange(0, D, layout=gl.SliceLayout(0, o_layout))
     q_at = ((q0 + token[:, None]) * HQ + kv_head * GROUP + g[:, None]) * D + cols[None, :]
     q = gl.load(q_ptr + q_at, mask=row_ok[:, None], other=0.0)
-    q_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_M, D],
-                                       gl.NVMMASharedLayout.get_default_for([BLOCK_M, D], gl.bfloat16), q)
+    q_smem = gl.allocate_shared_memory(gl.bfloat16, [ROWS, D],
+                                       gl.NVMMASharedLayout.get_default_for([ROWS, D], gl.bfloat16), q)
     fence_async_shared()
 
-    position = first + start + gl.arange(0, BLOCK_M, layout=rows_s) % TOKENS  # each row's query position
-    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=rows_s)
-    l_i = gl.zeros([BLOCK_M], gl.float32, layout=rows_s)
-    acc = gl.zeros([BLOCK_M, D], gl.float32, layout=o_layout)
+    # Each row's query position.
+    position = first + start + (HALF * ROWS + gl.arange(0, ROWS, layout=rows_s)) % TOKENS
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=rows_s)
+    l_i = gl.zeros([ROWS], gl.float32, layout=rows_s)
+    acc = gl.zeros([ROWS, D], gl.float32, layout=o_layout)
     unmasked_end = ((first + start) // BLOCK_N) * BLOCK_N  # keys below the first query: visible to all
     for i in range(gl.cdiv(end, BLOCK_N)):
         stage = i % STAGES
         mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
         k_tile, v_tile = k_bufs.index(stage), v_bufs.index(stage)
-        s = warpgroup_mma(q_smem, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+        s = warpgroup_mma(q_smem, k_tile.permute((1, 0)), gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout),
                           use_acc=False, is_async=True)
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s,)) * scale_log2
         if i * BLOCK_N >= unmasked_end:
@@ -116,10 +122,7 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, en
         p_operand = gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True)
         acc = warpgroup_mma(p_operand, v_tile, acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        # Both warpgroups are done with the stage before it is handed back: one arrival
-        # stands for the partition.
-        _partition_barrier()
-        mbarrier.arrive(empty.index(stage), count=1)
+        mbarrier.arrive(empty.index(stage), count=1)  # this warpgroup is done with the stage
         m_i = m_new
     out = acc / gl.convert_layout(gl.where(l_i > 0, l_i, 1.0), rows_o)[:, None]
     gl.store(o_ptr + q_at, out.to(gl.bfloat16), mask=row_ok[:, None])
@@ -129,7 +132,8 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, en
 def _prefill(q_ptr, k_desc, v_desc, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr, item_start_ptr, o_ptr, items_ptr,
              table_width, scale_log2, HQ: gl.constexpr, HKV: gl.constexpr, GROUP: gl.constexpr,
              GROUP_P2: gl.constexpr, D: gl.constexpr, PAGE: gl.constexpr, BLOCK_M: gl.constexpr,
-             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, WARPS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+             PRODUCER_REGS: gl.constexpr):
     item = gl.program_id(0)
     if item < gl.load(items_ptr):  # the grid has room for the most blocks a split can need
         kv_head = gl.program_id(1)
@@ -146,13 +150,16 @@ def _prefill(q_ptr, k_desc, v_desc, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for stage in gl.static_range(STAGES):
             mbarrier.init(ready.index(stage), count=1)
-            mbarrier.init(empty.index(stage), count=1)
+            mbarrier.init(empty.index(stage), count=2)  # one arrival per consumer warpgroup
         gl.warp_specialize([
+            # The default partition (this kernel's 4 warps) takes the block's first 64 rows.
             (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
-                       HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, WARPS)),
+                       0, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES)),
+            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
+                       1, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES)),
             (_loader, (k_desc, v_desc, k_bufs, v_bufs, ready, empty, table_ptr + seq * table_width, kv_head, end,
                        HKV, PAGE, BLOCK_N, STAGES)),
-        ], [1], [PRODUCER_REGS])
+        ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
 def _work_items(cu_seqlens_q, cache_seqlens, tokens_per_block: int, most: int):
@@ -187,6 +194,6 @@ def kernel(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, max_se
     _prefill[(most, hkv)](q, k_desc, v_desc, block_table, cache_seqlens, cu_seqlens_q, item_seq, item_start, o, count,
                           block_table.shape[1], float(softmax_scale) * 1.4426950408889634, HQ=hq, HKV=hkv,
                           GROUP=group, GROUP_P2=group_p2, D=d, PAGE=page, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
-                          STAGES=stages, WARPS=CONSUMER_WARPS, PRODUCER_REGS=PRODUCER_REGS,
-                          num_warps=CONSUMER_WARPS)
+                          STAGES=stages, CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS,
+                          num_warps=4)
     return o
