@@ -32,7 +32,8 @@
 #   bash tools/gpu_check.sh attention_ds   # attention solution: dQ from stored dS against the split pair,
 #                                        # and the KV-head chunks, every timed sealed size (kernel_profile)
 #   bash tools/gpu_check.sh prefill_gluon  # chunked_prefill: the Gluon prototype against cuDNN and the
-#                                        # Triton solution, one size under a short limit, then every sealed size
+#                                        # Triton solution at one size under a short limit, then every sealed
+#                                        # size (PREFILL_SIZES) profiled, OVERLAP on and off
 #   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
 #                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
 #   bash tools/gpu_check.sh moe_tiles      # moe_experts solution: per-kernel profile and _config candidates
@@ -203,15 +204,18 @@ for MODE in "${@:-quick}"; do
       --set "$ON" --sweep '*' --values "DS_MIN_CHUNKS=1;DS_MIN_CHUNKS=4;DS_BY_TMA=False;$OFF" 2>&1 |
       tee "$WORK/attention_ds.txt" ;;
   prefill_gluon)
-    # The Gluon prototype (expert/chunked_prefill/solution_gluon.py) against cuDNN and the Triton
-    # solution, each output checked: first one size under a short limit (a barrier mistake hangs
-    # the GPU, not the host), then every sealed size.
+    # The Gluon prototype (expert/chunked_prefill/solution_gluon.py): first one size against cuDNN
+    # and the Triton solution under a short limit (a barrier mistake hangs the GPU, not the
+    # host), then every sealed size profiled and timed with and without its intra-warpgroup
+    # overlap (OVERLAP), each output checked against cuDNN's.
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     kernels="expert,solution,gluon=expert/chunked_prefill/solution_gluon.py"
     timeout $(( left < 120 ? left : 120 )) python3 tools/bench_env.py chunked_prefill --sealed sealed_fixtures \
       --reps 3 --kernels $kernels --only public-0 2>&1 | tee "$WORK/prefill_gluon_smoke.txt" &&
-    timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 tools/bench_env.py chunked_prefill --sealed sealed_fixtures \
-      --reps 5 --kernels $kernels 2>&1 | tee "$WORK/prefill_gluon.txt" ;;
+    timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 tools/probes/kernel_profile.py chunked_prefill \
+      --sealed sealed_fixtures --reps 5 --kernels expert,solution=expert/chunked_prefill/solution_gluon.py \
+      --only ${PREFILL_SIZES:-public-0,public-1,public-2,public-3,public-4,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4} \
+      --sweep OVERLAP --values False 2>&1 | tee "$WORK/prefill_gluon.txt" ;;
   attention_dq)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \

@@ -27,7 +27,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                              warpgroup_mma_wait)
+                                                              warpgroup_mma_init, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 # Triton 3.6 (the H200's) names the TMA load async_copy_global_to_shared; later ones async_load.
@@ -38,6 +38,10 @@ BLOCK_M = 128  # rows per block: two consumer warpgroups of 64
 # SM's 64 K (a producer issues scalar lookups and TMA copies: the fewest registers allowed).
 CONSUMER_REGS = 240
 PRODUCER_REGS = 24
+# Each consumer issues the next tile's S product before this tile's softmax (FlashAttention-3's
+# intra-warpgroup overlap); off: one product at a time. At D = 256 two score tiles beside the
+# [64, 256] fp32 accumulator exceed 240 registers (Triton 3.9 spills 28 B), so only D <= 128.
+OVERLAP = True
 
 
 def _tiles(d: int) -> tuple[int, int]:
@@ -68,9 +72,24 @@ def _loader(k_desc, v_desc, k_bufs, v_bufs, ready, empty, table, kv_head, end, H
 
 
 @gluon.jit
+def _softmax_step(s, m_i, l_i, first_key, unmasked_end, end, position, BLOCK_N: gl.constexpr, s_layout: gl.constexpr):
+    """One tile's online softmax on scores already in log2 units: (P, the rescale of what came
+    before, the new row maxima and sums). A tile at or past ``unmasked_end`` is masked: keys
+    past a row's position or the sequence's end get probability exactly 0."""
+    if first_key >= unmasked_end:
+        keys = first_key + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        s = gl.where((keys[None, :] <= position[:, None]) & (keys < end)[None, :], s, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, axis=1))
+    m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)  # padded rows see no key at all
+    p = gl.exp2(s - m_safe[:, None])
+    alpha = gl.exp2(m_i - m_safe)
+    return p, alpha, m_new, l_i * alpha + gl.sum(p, axis=1)
+
+
+@gluon.jit
 def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
             HALF: gl.constexpr, HQ: gl.constexpr, GROUP: gl.constexpr, GROUP_P2: gl.constexpr, D: gl.constexpr,
-            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr):
     """One consumer warpgroup: rows HALF * 64 .. + 64 of the block (block row r is query head
     r // TOKENS of the group at token r % TOKENS) against keys [0, end), its output written
     through pointers. The two consumers share nothing but the ring: each hands a stage back
@@ -102,28 +121,46 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, en
     l_i = gl.zeros([ROWS], gl.float32, layout=rows_s)
     acc = gl.zeros([ROWS, D], gl.float32, layout=o_layout)
     unmasked_end = ((first + start) // BLOCK_N) * BLOCK_N  # keys below the first query: visible to all
-    for i in range(gl.cdiv(end, BLOCK_N)):
-        stage = i % STAGES
-        mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
-        k_tile, v_tile = k_bufs.index(stage), v_bufs.index(stage)
-        s = warpgroup_mma(q_smem, k_tile.permute((1, 0)), gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout),
-                          use_acc=False, is_async=True)
-        s = warpgroup_mma_wait(num_outstanding=0, deps=(s,)) * scale_log2
-        if i * BLOCK_N >= unmasked_end:
-            keys = i * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-            s = gl.where((keys[None, :] <= position[:, None]) & (keys < end)[None, :], s, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, axis=1))
-        m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)  # padded rows see no key at all
-        p = gl.exp2(s - m_safe[:, None])
-        alpha = gl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + gl.sum(p, axis=1)
-        acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
-        # P stays in registers: the scores' accumulator layout is already the A operand's.
-        p_operand = gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True)
-        acc = warpgroup_mma(p_operand, v_tile, acc, is_async=True)
+    tiles = gl.cdiv(end, BLOCK_N)
+    if OVERLAP:
+        # The next tile's S product is issued before this tile's softmax, so the tensor cores
+        # work through it; a stage is handed back once both of its products are done.
+        acc = warpgroup_mma_init(acc)  # loop-carried as a product in flight
+        mbarrier.wait(ready.index(0), 0)
+        s_next = warpgroup_mma(q_smem, k_bufs.index(0).permute((1, 0)),
+                               gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+        for i in range(tiles):
+            stage = i % STAGES
+            s, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s_next, acc))  # S_i, and P V of tile i - 1
+            if i > 0:
+                mbarrier.arrive(empty.index((i - 1) % STAGES), count=1)
+            if i + 1 < tiles:
+                following = (i + 1) % STAGES
+                mbarrier.wait(ready.index(following), ((i + 1) // STAGES) & 1)
+                s_next = warpgroup_mma(q_smem, k_bufs.index(following).permute((1, 0)),
+                                       gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+            p, alpha, m_i, l_i = _softmax_step(s * scale_log2, m_i, l_i, i * BLOCK_N, unmasked_end, end, position,
+                                               BLOCK_N, s_layout)
+            acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+            acc = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True),
+                                v_bufs.index(stage), acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        mbarrier.arrive(empty.index(stage), count=1)  # this warpgroup is done with the stage
-        m_i = m_new
+        mbarrier.arrive(empty.index((tiles - 1) % STAGES), count=1)
+    else:
+        for i in range(tiles):
+            stage = i % STAGES
+            mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
+            s = warpgroup_mma(q_smem, k_bufs.index(stage).permute((1, 0)),
+                              gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+            s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+            p, alpha, m_i, l_i = _softmax_step(s * scale_log2, m_i, l_i, i * BLOCK_N, unmasked_end, end, position,
+                                               BLOCK_N, s_layout)
+            acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+            # P stays in registers: the scores' accumulator layout is already the A operand's.
+            acc = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True),
+                                v_bufs.index(stage), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            mbarrier.arrive(empty.index(stage), count=1)  # this warpgroup is done with the stage
     out = acc / gl.convert_layout(gl.where(l_i > 0, l_i, 1.0), rows_o)[:, None]
     gl.store(o_ptr + q_at, out.to(gl.bfloat16), mask=row_ok[:, None])
 
@@ -132,7 +169,7 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, en
 def _prefill(q_ptr, k_desc, v_desc, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr, item_start_ptr, o_ptr, items_ptr,
              table_width, scale_log2, HQ: gl.constexpr, HKV: gl.constexpr, GROUP: gl.constexpr,
              GROUP_P2: gl.constexpr, D: gl.constexpr, PAGE: gl.constexpr, BLOCK_M: gl.constexpr,
-             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr, CONSUMER_REGS: gl.constexpr,
              PRODUCER_REGS: gl.constexpr):
     item = gl.program_id(0)
     if item < gl.load(items_ptr):  # the grid has room for the most blocks a split can need
@@ -154,9 +191,9 @@ def _prefill(q_ptr, k_desc, v_desc, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr
         gl.warp_specialize([
             # The default partition (this kernel's 4 warps) takes the block's first 64 rows.
             (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
-                       0, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES)),
+                       0, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP)),
             (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
-                       1, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES)),
+                       1, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP)),
             (_loader, (k_desc, v_desc, k_bufs, v_bufs, ready, empty, table_ptr + seq * table_width, kv_head, end,
                        HKV, PAGE, BLOCK_N, STAGES)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -194,6 +231,6 @@ def kernel(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, max_se
     _prefill[(most, hkv)](q, k_desc, v_desc, block_table, cache_seqlens, cu_seqlens_q, item_seq, item_start, o, count,
                           block_table.shape[1], float(softmax_scale) * 1.4426950408889634, HQ=hq, HKV=hkv,
                           GROUP=group, GROUP_P2=group_p2, D=d, PAGE=page, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
-                          STAGES=stages, CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS,
+                          STAGES=stages, OVERLAP=OVERLAP and d <= 128, CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS,
                           num_warps=4)
     return o

@@ -69,7 +69,7 @@ def main() -> int:
     parser.add_argument("env")
     parser.add_argument("--only", required=True)
     parser.add_argument("--sealed", type=Path)
-    parser.add_argument("--kernels", default="expert,solution")
+    parser.add_argument("--kernels", default="expert,solution", help="names (expert, solution) or name=path")
     parser.add_argument("--sweep")
     parser.add_argument("--values", default="")
     parser.add_argument("--reps", type=int, default=5)
@@ -78,7 +78,8 @@ def main() -> int:
     env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
     prof_ = env.profile("cuda")
     known = bench_env.kernel_files(args.env, prof_)
-    modules = {n: bench_env.load(n, known[n]) for n in args.kernels.split(",")}
+    paths = dict(item.split("=", 1) if "=" in item else (item, known[item]) for item in args.kernels.split(","))
+    modules = {name: bench_env.load(name, Path(path)) for name, path in paths.items()}
     for name, value in (_assignments("*", args.set) if args.set else {}).items():
         setattr(modules["solution"], name, value)
     sizes = bench_env.labelled_sizes(env, args.sealed)
