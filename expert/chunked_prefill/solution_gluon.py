@@ -1,10 +1,10 @@
 """chunked_prefill in Gluon: FlashAttention-3's forward structure over the paged cache, a
 prototype beside the Triton solution (``solution.py``), compiled for sm_90a but not yet run.
 
-Why: the Triton kernel holds a 64-row tile per K/V tile read, and its 128-row tiles run no
-faster (docs/results/chunked_prefill.md), so it reads K and V from L2 once per 64 rows: at
-D = 128 that is 64 FLOP per byte, more than the H200's L2 delivers at cuDNN's 480-640 TF/s.
-Here a block is 128 rows (a KV head's query-head group times its tokens, as in the Triton
+Why: the Triton kernel's best tiles hold 64 rows per K/V tile read, and its 128-row tiles run
+no faster (docs/results/chunked_prefill.md). At 64 rows a kernel does 64 FLOP per byte of K
+and V it reads, so at cuDNN's 480-640 TF/s it would need 7.5-10 TB/s from L2: the hypothesis
+this prototype tests, not a measured limit. Here a block is 128 rows (a KV head's query-head group times its tokens, as in the Triton
 solution) over two consumer warpgroups that share each K/V tile read, and one producer warp
 streams K and V by TMA into a ring of shared-memory stages, so the loads of the next tiles
 overlap this tile's products and softmax, and the consumers keep their registers for the
