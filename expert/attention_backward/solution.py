@@ -20,8 +20,9 @@ Structure it exploits:
   deterministic output. The buffer holds a chunk of KV heads at a time (at most 4 GiB each,
   two alternating), so one chunk's dQ runs beside the next chunk's dK/dV. Where one KV head's
   tiles do not fit, dQ recomputes the scores in its own kernel (7 products per tile pair).
-  dQ by relaxed fp32 atomics from the dK/dV kernel (``FUSED_DQ``) was measured 1.19-1.30x
-  slower than recomputing at every timed size on the H200 (docs/results/attention_backward.md).
+  dQ by relaxed fp32 atomics from the dK/dV kernel (``FUSED_DQ``) is slower than recomputing
+  on the H200: the atomics cost more than the two products they save
+  (docs/results/attention_backward.md).
 * Tile shapes, warps and stages by autotuning among a few candidates measured on the H200,
   per head dim, group size, and class of length and window (powers of two): the best dQ
   tiles of one head dim differ between a 1024 and a 4096 window, and between lengths.
@@ -450,7 +451,7 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     dkdv_args = (q, k, v, do, lse, delta, tables[0], tables[1], tables[2], dk, dv)
     plan = _ds_plan(t, hkv, group, int(max_seqlen), window) if DS_STORED[head_class] else None
     if plan is not None:
-        _stored_ds(dkdv_args, dq, plan, window, scale, common)
+        _stored_ds(dkdv_args, k, tables[1], dq, plan, window, scale, common)
         return dq, dk, dv
     if FUSED_DQ[head_class]:
         dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
@@ -482,20 +483,19 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     return dq, dk, dv
 
 
-def _stored_ds(dkdv_args, dq, plan, window, scale, common) -> None:
-    """dK/dV per chunk of KV heads, each chunk's dS tiles stored, then its dQ from them. On the
-    GPU a chunk's dQ runs on the side stream beside the next chunk's dK/dV; buffers alternate,
-    and a chunk's dK/dV waits until the dQ that last read its buffer is done."""
-    q, k = dkdv_args[0], dkdv_args[1]
-    start = dkdv_args[7]
-    t, hkv, group = q.shape[0], k.shape[1], common["GROUP"]
+def _stored_ds(dkdv_args, k, start, dq, plan, window, scale, common) -> None:
+    """dK/dV per chunk of KV heads, each chunk's dS tiles stored, then its dQ from them
+    (``start``: each token's document start). On the GPU a chunk's dQ runs on the side stream
+    beside the next chunk's dK/dV; buffers alternate, and a chunk's dK/dV waits until the dQ
+    that last read its buffer is done."""
+    t, hkv, group = dq.shape[0], k.shape[1], common["GROUP"]
     slots, per_chunk = plan
     chunks = [(h, min(h + per_chunk, hkv)) for h in range(0, hkv, per_chunk)]
     rows = per_chunk * group * triton.cdiv(t, DS_BLOCK) * slots * DS_BLOCK
-    buffers = [torch.empty(rows, DS_BLOCK, dtype=torch.bfloat16, device=q.device) for _ in chunks[:2]]
-    beside = DQ_BESIDE and q.is_cuda and len(chunks) > 1
+    buffers = [torch.empty(rows, DS_BLOCK, dtype=torch.bfloat16, device=dq.device) for _ in chunks[:2]]
+    beside = DQ_BESIDE and dq.is_cuda and len(chunks) > 1
     if beside:
-        main, side = torch.cuda.current_stream(q.device), _side_stream(q.device)
+        main, side = torch.cuda.current_stream(dq.device), _side_stream(dq.device)
         read = [None] * len(chunks)  # the event each chunk's dQ records once it is done reading
     dkdv_kwargs = dict(FUSE_DQ=False, LOADS_TMA=LOADS_BY_TMA, STORE_DS=True, DS_TMA=DS_BY_TMA, **common)
     dq_kwargs = dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
@@ -505,7 +505,7 @@ def _stored_ds(dkdv_args, dq, plan, window, scale, common) -> None:
                 (buffer, k, start, dq, t, window, scale, h0 * group, slots, rows))
 
     ahead = ("stored", t % 16 == 0, LOADS_BY_TMA, DS_BY_TMA, *common.values())
-    if COMPILE_AHEAD and q.is_cuda and ahead not in _AHEAD:
+    if COMPILE_AHEAD and dq.is_cuda and ahead not in _AHEAD:
         _AHEAD.add(ahead)
         dkdv_first, dq_first = arguments(buffers[0], 0)
         _compile_ahead([(_dkdv_ds, dkdv_first, dkdv_kwargs), (_dq_from_ds, dq_first, dq_kwargs)])

@@ -1,10 +1,10 @@
 """chunked_prefill in Gluon: FlashAttention-3's forward structure over the paged cache, a
 prototype beside the Triton solution (``solution.py``), compiled for sm_90a but not yet run.
 
-Why: the Triton kernel's best tiles hold 64 rows per K/V tile read, and its 128-row tiles run
-no faster (docs/results/chunked_prefill.md). At 64 rows a kernel does 64 FLOP per byte of K
-and V it reads, so at cuDNN's 480-640 TF/s it would need 7.5-10 TB/s from L2: the hypothesis
-this prototype tests, not a measured limit. Here a block is 128 rows (a KV head's query-head group times its tokens, as in the Triton
+Why: a kernel holding 64 rows per K/V tile read does 64 FLOP per byte of K and V, so at
+cuDNN's rates it needs 7.5-10 TB/s from L2, and the Triton kernel's tiles hold 64 rows or
+run no faster at 128 (docs/results/chunked_prefill.md): the hypothesis this prototype
+tests. Here a block is 128 rows (a KV head's query-head group times its tokens, as in the Triton
 solution) over two consumer warpgroups that share each K/V tile read, and one producer warp
 streams K and V by TMA into a ring of shared-memory stages, so the loads of the next tiles
 overlap this tile's products and softmax, and the consumers keep their registers for the
@@ -39,8 +39,9 @@ BLOCK_M = 128  # rows per block: two consumer warpgroups of 64
 CONSUMER_REGS = 240
 PRODUCER_REGS = 24
 # Each consumer issues the next tile's S product before this tile's softmax (FlashAttention-3's
-# intra-warpgroup overlap); off: one product at a time. At D = 256 two score tiles beside the
-# [64, 256] fp32 accumulator exceed 240 registers (Triton 3.9 spills 28 B), so only D <= 128.
+# intra-warpgroup overlap); off: one product at a time. Only at D <= 128: at D = 256 the
+# [64, 256] fp32 accumulator alone takes 128 of a thread's 240 registers, and two [64, 64]
+# score tiles in flight with P and the addressing leave no room (spilled on Triton 3.9).
 OVERLAP = True
 
 
@@ -87,6 +88,22 @@ def _softmax_step(s, m_i, l_i, first_key, unmasked_end, end, position, BLOCK_N: 
 
 
 @gluon.jit
+def _issue_scores(q_smem, k_tile, ROWS: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr):
+    """S = Q K^T for one tile, in flight (wait on it with warpgroup_mma_wait)."""
+    return warpgroup_mma(q_smem, k_tile.permute((1, 0)), gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout),
+                         use_acc=False, is_async=True)
+
+
+@gluon.jit
+def _issue_pv(acc, p, alpha, v_tile, rows_o: gl.constexpr, p_layout: gl.constexpr):
+    """The output so far rescaled by ``alpha``, then P V added, in flight. P stays in
+    registers: the scores' accumulator layout is already the A operand's."""
+    acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
+    return warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True), v_tile, acc,
+                         is_async=True)
+
+
+@gluon.jit
 def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
             HALF: gl.constexpr, HQ: gl.constexpr, GROUP: gl.constexpr, GROUP_P2: gl.constexpr, D: gl.constexpr,
             BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr):
@@ -127,8 +144,7 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, en
         # work through it; a stage is handed back once both of its products are done.
         acc = warpgroup_mma_init(acc)  # loop-carried as a product in flight
         mbarrier.wait(ready.index(0), 0)
-        s_next = warpgroup_mma(q_smem, k_bufs.index(0).permute((1, 0)),
-                               gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+        s_next = _issue_scores(q_smem, k_bufs.index(0), ROWS, BLOCK_N, s_layout)
         for i in range(tiles):
             stage = i % STAGES
             s, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s_next, acc))  # S_i, and P V of tile i - 1
@@ -137,28 +153,21 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, en
             if i + 1 < tiles:
                 following = (i + 1) % STAGES
                 mbarrier.wait(ready.index(following), ((i + 1) // STAGES) & 1)
-                s_next = warpgroup_mma(q_smem, k_bufs.index(following).permute((1, 0)),
-                                       gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+                s_next = _issue_scores(q_smem, k_bufs.index(following), ROWS, BLOCK_N, s_layout)
             p, alpha, m_i, l_i = _softmax_step(s * scale_log2, m_i, l_i, i * BLOCK_N, unmasked_end, end, position,
                                                BLOCK_N, s_layout)
-            acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
-            acc = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True),
-                                v_bufs.index(stage), acc, is_async=True)
+            acc = _issue_pv(acc, p, alpha, v_bufs.index(stage), rows_o, p_layout)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         mbarrier.arrive(empty.index((tiles - 1) % STAGES), count=1)
     else:
         for i in range(tiles):
             stage = i % STAGES
             mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
-            s = warpgroup_mma(q_smem, k_bufs.index(stage).permute((1, 0)),
-                              gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+            s = _issue_scores(q_smem, k_bufs.index(stage), ROWS, BLOCK_N, s_layout)
             s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
             p, alpha, m_i, l_i = _softmax_step(s * scale_log2, m_i, l_i, i * BLOCK_N, unmasked_end, end, position,
                                                BLOCK_N, s_layout)
-            acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
-            # P stays in registers: the scores' accumulator layout is already the A operand's.
-            acc = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True),
-                                v_bufs.index(stage), acc, is_async=True)
+            acc = _issue_pv(acc, p, alpha, v_bufs.index(stage), rows_o, p_layout)
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             mbarrier.arrive(empty.index(stage), count=1)  # this warpgroup is done with the stage
     out = acc / gl.convert_layout(gl.where(l_i > 0, l_i, 1.0), rows_o)[:, None]
