@@ -33,7 +33,7 @@
 #                                        # and the KV-head chunks, every timed sealed size (kernel_profile)
 #   bash tools/gpu_check.sh prefill_gluon  # chunked_prefill: the Gluon prototype against cuDNN and the
 #                                        # Triton solution at one size under a short limit, then every sealed
-#                                        # size (PREFILL_SIZES) profiled, OVERLAP on and off
+#                                        # size (PREFILL_SIZES) profiled, with PREFILL_GLUON_VALUES (OVERLAP=True)
 #   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
 #                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
 #   bash tools/gpu_check.sh moe_tiles      # moe_experts solution: per-kernel profile and _config candidates
@@ -193,29 +193,28 @@ for MODE in "${@:-quick}"; do
       --only ${RMSNORM_SIZES:-public-2,public-3,public-4,hidden-0,hidden-2,hidden-3,hidden-5} --sweep _config \
       --values "$values" 2>&1 | tee "$WORK/rmsnorm_tiles.txt" ;;
   attention_ds)
-    # dQ from stored dS tiles (DS_STORED, set on for the profile and the sweep's default)
-    # against dQ by its own kernel (the split pair), with the number of KV-head chunks
+    # dQ from stored dS tiles (DS_STORED, on at every head dim for the profile and the sweep's
+    # default) against dQ by its own kernel (the split pair), with the number of KV-head chunks
     # (DS_MIN_CHUNKS) and the dS stores by TMA or from registers, every timed sealed size:
     # each variant timed and checked against cuDNN's outputs.
     left=$(( NODUS_DEADLINE - $(date +%s) ))
-    ON="DS_STORED={'small': True, 'large': True}" OFF="DS_STORED={'small': False, 'large': False}"
     timeout $left python3 tools/probes/kernel_profile.py attention_backward --sealed sealed_fixtures --reps 7 \
       --only ${ATTENTION_DS_SIZES:-public-0,public-1,public-2,public-3,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4} \
-      --set "$ON" --sweep '*' --values "DS_MIN_CHUNKS=1;DS_MIN_CHUNKS=4;DS_BY_TMA=False;$OFF" 2>&1 |
+      --set "DS_STORED_MIN_D=0" --sweep '*' --values "${ATTENTION_DS_VALUES:-DS_MIN_CHUNKS=2;DS_BY_TMA=False;DS_STORED=False}" 2>&1 |
       tee "$WORK/attention_ds.txt" ;;
   prefill_gluon)
-    # The Gluon prototype (expert/chunked_prefill/solution_gluon.py): first one size against cuDNN
-    # and the Triton solution under a short limit (a barrier mistake hangs the GPU, not the
-    # host), then every sealed size profiled and timed with and without its intra-warpgroup
-    # overlap (OVERLAP), each output checked against cuDNN's.
+    # The Gluon prototype (expert/chunked_prefill/solution_gluon.py) against cuDNN and the
+    # Triton solution at every size of PREFILL_SIZES under a limit of its own (a barrier mistake
+    # hangs the GPU, not the host), then profiled and swept (PREFILL_GLUON_VALUES), each output
+    # checked against cuDNN's.
     left=$(( NODUS_DEADLINE - $(date +%s) ))
-    kernels="expert,solution,gluon=expert/chunked_prefill/solution_gluon.py"
-    timeout $(( left < 120 ? left : 120 )) python3 tools/bench_env.py chunked_prefill --sealed sealed_fixtures \
-      --reps 3 --kernels $kernels --only public-0 2>&1 | tee "$WORK/prefill_gluon_smoke.txt" &&
+    sizes=${PREFILL_SIZES:-public-0,public-1,public-2,public-3,public-4,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4}
+    timeout $(( left < ${PREFILL_BENCH_S:-240} ? left : ${PREFILL_BENCH_S:-240} )) python3 tools/bench_env.py \
+      chunked_prefill --sealed sealed_fixtures --reps 5 --only $sizes \
+      --kernels expert,solution,gluon=expert/chunked_prefill/solution_gluon.py 2>&1 | tee "$WORK/prefill_gluon_bench.txt" &&
     timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 tools/probes/kernel_profile.py chunked_prefill \
       --sealed sealed_fixtures --reps 5 --kernels expert,solution=expert/chunked_prefill/solution_gluon.py \
-      --only ${PREFILL_SIZES:-public-0,public-1,public-2,public-3,public-4,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4} \
-      --sweep OVERLAP --values False 2>&1 | tee "$WORK/prefill_gluon.txt" ;;
+      --only $sizes --sweep '*' --values "${PREFILL_GLUON_VALUES:-OVERLAP=True}" 2>&1 | tee "$WORK/prefill_gluon.txt" ;;
   attention_dq)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \

@@ -14,7 +14,7 @@ Structure it exploits:
   (``LOADS_BY_TMA``): no per-element addresses in registers, rows past T zero-filled.
 * exp2 with the scale folded into log2(e) (one multiply-add per score), lse converted on
   load; delta = rowsum(dO * O) by its own small kernel (no fp32 temporaries in HBM).
-* dQ from stored dS (``DS_STORED``): the dK/dV kernel writes each tile's dS^T (bf16, as its
+* dQ from stored dS (``DS_STORED``, D >= 128): the dK/dV kernel writes each tile's dS^T (bf16, as its
   own dK product uses it) to a buffer, and a second kernel sums dS K per block of queries:
   5 matmul-sized products per tile pair and one streamed bf16 tile, no fp32 atomics, and
   deterministic output. The buffer holds a chunk of KV heads at a time (at most 4 GiB each,
@@ -371,16 +371,19 @@ LOADS_BY_TMA = True
 # it pays only where the two kernels overlap.
 DQ_BESIDE = True
 DQ_LAST_ROWS_FIRST = True
-# dQ from the dS tiles _dkdv_tiles stores (per head-dim class), where they fit. Off until the
-# H200 has timed it against the split pair (tools/gpu_check.sh attention_ds). Each buffer is
-# at most DS_BUFFER_BYTES, KV heads taken in chunks that fit it, at least DS_MIN_CHUNKS of them
-# when there are heads enough, so that one chunk's dQ runs on the side stream beside the next
-# chunk's dK/dV (two buffers, 8 GiB at most: inside the card's 16 GiB with the gradients'
-# row statistics). Where one KV head's tiles alone do not fit (long unwindowed documents
-# of many query heads), dQ recomputes them (_dq).
-DS_STORED = {"small": False, "large": False}
+# dQ from the dS tiles _dkdv_tiles stores, at head dims of DS_STORED_MIN_D and up, where they
+# fit. On the H200 (tools/gpu_check.sh attention_ds) it beat the split pair at D = 128 and 256
+# and lost at D = 64, where the stored tile costs the most against the products it saves
+# (its bytes do not shrink with D). Each buffer is at most DS_BUFFER_BYTES, KV heads taken in
+# chunks that fit it, at least DS_MIN_CHUNKS of them; with several chunks one chunk's dQ runs
+# on the side stream beside the next chunk's dK/dV (two buffers, 8 GiB at most: inside the
+# card's 16 GiB with the gradients' row statistics), which measured slower than one chunk
+# wherever one fits. Where one KV head's tiles alone do not fit (long unwindowed documents of
+# many query heads), dQ recomputes them (_dq).
+DS_STORED = True
+DS_STORED_MIN_D = 128
 DS_BUFFER_BYTES = 4 << 30
-DS_MIN_CHUNKS = 2
+DS_MIN_CHUNKS = 1
 DS_BY_TMA = True  # the dK/dV kernel's dS tiles written by TMA stores (else from registers)
 _SIDE_STREAMS: dict = {}  # one per device, made at its first call
 
@@ -449,7 +452,8 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
         # A descriptor made inside a kernel lives in global scratch that Triton asks for.
         triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=q.device))
     dkdv_args = (q, k, v, do, lse, delta, tables[0], tables[1], tables[2], dk, dv)
-    plan = _ds_plan(t, hkv, group, int(max_seqlen), window) if DS_STORED[head_class] else None
+    stored = DS_STORED and d >= DS_STORED_MIN_D
+    plan = _ds_plan(t, hkv, group, int(max_seqlen), window) if stored else None
     if plan is not None:
         _stored_ds(dkdv_args, k, tables[1], dq, plan, window, scale, common)
         return dq, dk, dv

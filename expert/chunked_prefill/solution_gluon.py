@@ -38,38 +38,44 @@ BLOCK_M = 128  # rows per block: two consumer warpgroups of 64
 # SM's 64 K (a producer issues scalar lookups and TMA copies: the fewest registers allowed).
 CONSUMER_REGS = 240
 PRODUCER_REGS = 24
-# Each consumer issues the next tile's S product before this tile's softmax (FlashAttention-3's
-# intra-warpgroup overlap); off: one product at a time. Only at D <= 128: at D = 256 the
-# [64, 256] fp32 accumulator alone takes 128 of a thread's 240 registers, and two [64, 64]
-# score tiles in flight with P and the addressing leave no room (spilled on Triton 3.9).
-OVERLAP = True
-
-
-def _tiles(d: int) -> tuple[int, int]:
-    """(BLOCK_N, stages): keys per tile and the ring's depth, inside 227 KiB of shared memory
-    with Q's [128, D] tile (D = 256: 64 KiB of Q and 2 x 2 x 32 KiB of K and V)."""
-    return (64, 2) if d > 128 else (128, 2) if d == 128 else (128, 3)
+# FlashAttention-3's overlap inside each consumer (``_attend``): off where measured slower.
+# Only at D <= 128: at D = 256 the [64, 256] fp32 accumulator alone takes 128 of a thread's
+# 240 registers, and a second score tile in flight leaves no room for P and the addressing.
+OVERLAP = False
+# Per head dim, (BLOCK_N, stages): keys per tile and the depth of the K and V rings, inside
+# 227 KiB of shared memory with Q's [128, D] tile (D = 256: 64 KiB of Q and 2 x 2 x 32 KiB of
+# K and V stages).
+TILES = {64: (128, 3), 128: (128, 2), 256: (64, 2)}
 
 
 @gluon.jit
-def _loader(k_desc, v_desc, k_bufs, v_bufs, ready, empty, table, kv_head, end, HKV: gl.constexpr,
-            PAGE: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
-    """The producer: K and V tiles of keys [0, end) into the ring, in order."""
+def _load_tile(desc, bufs, ready, empty, table, kv_head, i, end, HKV: gl.constexpr, PAGE: gl.constexpr,
+               BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """Tile ``i`` of K (or V) into its stage once the consumers have handed that stage back."""
     PIECE: gl.constexpr = BLOCK_N if PAGE >= BLOCK_N else PAGE  # rows one TMA load brings
+    stage = i % STAGES
+    # A fresh barrier counts as having completed the phase before its first: the first pass
+    # over the ring waits for nothing.
+    mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
+    mbarrier.expect(ready.index(stage), BLOCK_N * desc.block_type.shape[1] * 2)
+    for piece in gl.static_range(BLOCK_N // PIECE):
+        key = i * BLOCK_N + piece * PIECE
+        # A piece past the last key reads the last page again (a table entry past the
+        # sequence's pages may lie past the table): its rows meet probabilities of 0.
+        key = gl.minimum(key, ((end - 1) // PAGE) * PAGE)
+        row = (gl.load(table + key // PAGE) * HKV + kv_head) * PAGE + key % PAGE
+        _tma_load(desc, [row, 0], ready.index(stage), bufs.index(stage).slice(piece * PIECE, PIECE))
+
+
+@gluon.jit
+def _loader(k_desc, v_desc, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, table, kv_head, end,
+            HKV: gl.constexpr, PAGE: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """The producer: K and V tiles of keys [0, end) into their rings, in order. K and V have
+    rings of their own because the consumers are done with a tile's K (after S) an iteration
+    before its V (after P V): the next K loads while this tile's P V runs."""
     for i in range(gl.cdiv(end, BLOCK_N)):
-        stage = i % STAGES
-        # A fresh barrier counts as having completed the phase before its first: the first
-        # pass over the ring waits for nothing.
-        mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
-        mbarrier.expect(ready.index(stage), 2 * BLOCK_N * k_desc.block_type.shape[1] * 2)
-        for piece in gl.static_range(BLOCK_N // PIECE):
-            key = i * BLOCK_N + piece * PIECE
-            # A piece past the last key reads the last page again (a table entry past the
-            # sequence's pages may lie past the table): its rows meet probabilities of 0.
-            key = gl.minimum(key, ((end - 1) // PAGE) * PAGE)
-            row = (gl.load(table + key // PAGE) * HKV + kv_head) * PAGE + key % PAGE
-            _tma_load(k_desc, [row, 0], ready.index(stage), k_bufs.index(stage).slice(piece * PIECE, PIECE))
-            _tma_load(v_desc, [row, 0], ready.index(stage), v_bufs.index(stage).slice(piece * PIECE, PIECE))
+        _load_tile(k_desc, k_bufs, k_ready, k_empty, table, kv_head, i, end, HKV, PAGE, BLOCK_N, STAGES)
+        _load_tile(v_desc, v_bufs, v_ready, v_empty, table, kv_head, i, end, HKV, PAGE, BLOCK_N, STAGES)
 
 
 @gluon.jit
@@ -104,13 +110,14 @@ def _issue_pv(acc, p, alpha, v_tile, rows_o: gl.constexpr, p_layout: gl.constexp
 
 
 @gluon.jit
-def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
-            HALF: gl.constexpr, HQ: gl.constexpr, GROUP: gl.constexpr, GROUP_P2: gl.constexpr, D: gl.constexpr,
-            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr):
+def _attend(q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, q0, q1, start, first, end, kv_head,
+            scale_log2, HALF: gl.constexpr, HQ: gl.constexpr, GROUP: gl.constexpr, GROUP_P2: gl.constexpr,
+            D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+            OVERLAP: gl.constexpr):
     """One consumer warpgroup: rows HALF * 64 .. + 64 of the block (block row r is query head
     r // TOKENS of the group at token r % TOKENS) against keys [0, end), its output written
-    through pointers. The two consumers share nothing but the ring: each hands a stage back
-    with its own arrival (``empty`` counts two), so neither waits for the other."""
+    through pointers. The two consumers share nothing but the rings: each hands a stage back
+    with its own arrival (``*_empty`` count two), so neither waits for the other."""
     ROWS: gl.constexpr = 64
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
@@ -140,36 +147,53 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, en
     unmasked_end = ((first + start) // BLOCK_N) * BLOCK_N  # keys below the first query: visible to all
     tiles = gl.cdiv(end, BLOCK_N)
     if OVERLAP:
-        # The next tile's S product is issued before this tile's softmax, so the tensor cores
-        # work through it; a stage is handed back once both of its products are done.
+        # FlashAttention-3's overlap inside a warpgroup: tile i + 1's S product is issued
+        # before tile i's softmax, and tile i's P V runs while S of tile i + 1 is waited for,
+        # so the tensor cores always hold one product while the softmax runs. wgmma groups
+        # complete in the order issued, so "one outstanding" names exactly the younger one.
+        # The last tile, which has no successor to overlap, is peeled off the loop: each wait
+        # inside it then has a fixed count.
+        mbarrier.wait(k_ready.index(0), 0)
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(_issue_scores(q_smem, k_bufs.index(0), ROWS, BLOCK_N,
+                                                                      s_layout),))
+        mbarrier.arrive(k_empty.index(0), count=1)
         acc = warpgroup_mma_init(acc)  # loop-carried as a product in flight
-        mbarrier.wait(ready.index(0), 0)
-        s_next = _issue_scores(q_smem, k_bufs.index(0), ROWS, BLOCK_N, s_layout)
-        for i in range(tiles):
-            stage = i % STAGES
-            s, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s_next, acc))  # S_i, and P V of tile i - 1
-            if i > 0:
-                mbarrier.arrive(empty.index((i - 1) % STAGES), count=1)
-            if i + 1 < tiles:
-                following = (i + 1) % STAGES
-                mbarrier.wait(ready.index(following), ((i + 1) // STAGES) & 1)
-                s_next = _issue_scores(q_smem, k_bufs.index(following), ROWS, BLOCK_N, s_layout)
+        for i in range(tiles - 1):
+            stage, following = i % STAGES, (i + 1) % STAGES
+            mbarrier.wait(k_ready.index(following), ((i + 1) // STAGES) & 1)
+            s_next = _issue_scores(q_smem, k_bufs.index(following), ROWS, BLOCK_N, s_layout)
             p, alpha, m_i, l_i = _softmax_step(s * scale_log2, m_i, l_i, i * BLOCK_N, unmasked_end, end, position,
                                                BLOCK_N, s_layout)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))  # P V of tile i - 1, older than S
+            if i > 0:
+                mbarrier.arrive(v_empty.index((i - 1) % STAGES), count=1)
+            mbarrier.wait(v_ready.index(stage), (i // STAGES) & 1)
             acc = _issue_pv(acc, p, alpha, v_bufs.index(stage), rows_o, p_layout)
+            s = warpgroup_mma_wait(num_outstanding=1, deps=(s_next,))  # S of tile i + 1; P V still runs
+            mbarrier.arrive(k_empty.index(following), count=1)
+        last = tiles - 1
+        p, alpha, m_i, l_i = _softmax_step(s * scale_log2, m_i, l_i, last * BLOCK_N, unmasked_end, end, position,
+                                           BLOCK_N, s_layout)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        mbarrier.arrive(empty.index((tiles - 1) % STAGES), count=1)
+        if last > 0:
+            mbarrier.arrive(v_empty.index((last - 1) % STAGES), count=1)
+        mbarrier.wait(v_ready.index(last % STAGES), (last // STAGES) & 1)
+        acc = _issue_pv(acc, p, alpha, v_bufs.index(last % STAGES), rows_o, p_layout)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        mbarrier.arrive(v_empty.index(last % STAGES), count=1)
     else:
         for i in range(tiles):
             stage = i % STAGES
-            mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
+            mbarrier.wait(k_ready.index(stage), (i // STAGES) & 1)
             s = _issue_scores(q_smem, k_bufs.index(stage), ROWS, BLOCK_N, s_layout)
             s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+            mbarrier.arrive(k_empty.index(stage), count=1)  # this warpgroup is done with K
             p, alpha, m_i, l_i = _softmax_step(s * scale_log2, m_i, l_i, i * BLOCK_N, unmasked_end, end, position,
                                                BLOCK_N, s_layout)
+            mbarrier.wait(v_ready.index(stage), (i // STAGES) & 1)
             acc = _issue_pv(acc, p, alpha, v_bufs.index(stage), rows_o, p_layout)
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-            mbarrier.arrive(empty.index(stage), count=1)  # this warpgroup is done with the stage
+            mbarrier.arrive(v_empty.index(stage), count=1)  # and with V
     out = acc / gl.convert_layout(gl.where(l_i > 0, l_i, 1.0), rows_o)[:, None]
     gl.store(o_ptr + q_at, out.to(gl.bfloat16), mask=row_ok[:, None])
 
@@ -192,19 +216,23 @@ def _prefill(q_ptr, k_desc, v_desc, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr
         end = gl.minimum(first + start + BLOCK_M // GROUP_P2, context)  # past the block's last query: none
         k_bufs = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_N, D], k_desc.layout)
         v_bufs = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_N, D], v_desc.layout)
-        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for stage in gl.static_range(STAGES):
-            mbarrier.init(ready.index(stage), count=1)
-            mbarrier.init(empty.index(stage), count=2)  # one arrival per consumer warpgroup
+            mbarrier.init(k_ready.index(stage), count=1)
+            mbarrier.init(v_ready.index(stage), count=1)
+            mbarrier.init(k_empty.index(stage), count=2)  # one arrival per consumer warpgroup
+            mbarrier.init(v_empty.index(stage), count=2)
         gl.warp_specialize([
             # The default partition (this kernel's 4 warps) takes the block's first 64 rows.
-            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
-                       0, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP)),
-            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, ready, empty, q0, q1, start, first, end, kv_head, scale_log2,
-                       1, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP)),
-            (_loader, (k_desc, v_desc, k_bufs, v_bufs, ready, empty, table_ptr + seq * table_width, kv_head, end,
-                       HKV, PAGE, BLOCK_N, STAGES)),
+            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, q0, q1, start, first,
+                       end, kv_head, scale_log2, 0, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP)),
+            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, q0, q1, start, first,
+                       end, kv_head, scale_log2, 1, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP)),
+            (_loader, (k_desc, v_desc, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
+                       table_ptr + seq * table_width, kv_head, end, HKV, PAGE, BLOCK_N, STAGES)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
@@ -228,7 +256,7 @@ def kernel(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, max_se
     pages, page, hkv = k_cache.shape[0], k_cache.shape[2], k_cache.shape[1]
     group = hq // hkv
     group_p2 = triton.next_power_of_2(group)
-    block_n, stages = _tiles(d)
+    block_n, stages = TILES[d]
     piece = min(page, block_n)
     # The cache as [pages * HKV * PAGE, D]: a page's rows of one KV head are contiguous.
     layout = gl.NVMMASharedLayout.get_default_for([piece, d], gl.bfloat16)

@@ -26,11 +26,12 @@ SIZES = [
 
 # Each path as the module attributes it sets. The stored path takes one chunk of KV heads or one
 # per head (DS_MIN_CHUNKS); a buffer too small for one KV head's tiles falls back to _dq.
-STORED_OFF = {"DS_STORED": {"small": False, "large": False}}
+STORED = {"DS_STORED": True, "DS_STORED_MIN_D": 0}  # at every head dim of SIZES
+STORED_OFF = {"DS_STORED": False}
 PATHS = (
-    {"DS_MIN_CHUNKS": 1},
-    {"DS_MIN_CHUNKS": 32, "DQ_LAST_ROWS_FIRST": False, "DS_BY_TMA": False},
-    {"DS_BUFFER_BYTES": 1024},
+    {**STORED, "DS_MIN_CHUNKS": 1},
+    {**STORED, "DS_MIN_CHUNKS": 32, "DQ_LAST_ROWS_FIRST": False, "DS_BY_TMA": False},
+    {**STORED, "DS_BUFFER_BYTES": 1024},
     {**STORED_OFF, "LOADS_BY_TMA": True, "DQ_LAST_ROWS_FIRST": True},
     {**STORED_OFF, "LOADS_BY_TMA": True, "DQ_LAST_ROWS_FIRST": False},
     {**STORED_OFF, "LOADS_BY_TMA": False, "DQ_LAST_ROWS_FIRST": False},
