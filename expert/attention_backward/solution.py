@@ -17,9 +17,10 @@ Structure it exploits:
 * dQ from stored dS (``DS_STORED``, D >= 128): the dK/dV kernel writes each tile's dS^T (bf16, as its
   own dK product uses it) to a buffer, and a second kernel sums dS K per block of queries:
   5 matmul-sized products per tile pair and one streamed bf16 tile, no fp32 atomics, and
-  deterministic output. The buffer holds a chunk of KV heads at a time (at most 4 GiB each,
-  two alternating), so one chunk's dQ runs beside the next chunk's dK/dV. Where one KV head's
-  tiles do not fit, dQ recomputes the scores in its own kernel (7 products per tile pair).
+  deterministic output. The buffer holds as many KV heads as fit in 4 GiB (two buffers
+  alternate where it takes several chunks). Where one KV head's tiles do not fit, and at
+  D = 64, where the stored tile costs more than the products it saves, dQ recomputes the
+  scores in its own kernel (7 products per tile pair).
   dQ by relaxed fp32 atomics from the dK/dV kernel (``FUSED_DQ``) is slower than recomputing
   on the H200: the atomics cost more than the two products they save
   (docs/results/attention_backward.md).
