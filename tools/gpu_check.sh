@@ -31,9 +31,9 @@
 #                                        # timed per sealed size (PREFILL_SIZES), outside the grader
 #   bash tools/gpu_check.sh attention_ds   # attention solution: dQ from stored dS against the split pair,
 #                                        # and the KV-head chunks, every timed sealed size (kernel_profile)
-#   bash tools/gpu_check.sh prefill_gluon  # chunked_prefill: the Gluon prototype against cuDNN and the
-#                                        # Triton solution at one size under a short limit, then every sealed
-#                                        # size (PREFILL_SIZES) profiled, with PREFILL_GLUON_VALUES (OVERLAP=True)
+#   bash tools/gpu_check.sh prefill_gluon  # chunked_prefill: the solution (Gluon at D >= 128) against cuDNN
+#                                        # at every sealed size (PREFILL_SIZES), then profiled and swept
+#                                        # (PREFILL_GLUON_VALUES: the overlap, the Triton kernel everywhere)
 #   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
 #                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
 #   bash tools/gpu_check.sh moe_tiles      # moe_experts solution: per-kernel profile and _config candidates
@@ -203,18 +203,18 @@ for MODE in "${@:-quick}"; do
       --set "DS_STORED_MIN_D=0" --sweep '*' --values "${ATTENTION_DS_VALUES:-DS_MIN_CHUNKS=2;DS_BY_TMA=False;DS_STORED=False}" 2>&1 |
       tee "$WORK/attention_ds.txt" ;;
   prefill_gluon)
-    # The Gluon prototype (expert/chunked_prefill/solution_gluon.py) against cuDNN and the
-    # Triton solution at every size of PREFILL_SIZES under a limit of its own (a barrier mistake
-    # hangs the GPU, not the host), then profiled and swept (PREFILL_GLUON_VALUES), each output
-    # checked against cuDNN's.
+    # The prefill solution's kernels: cuDNN against the solution as shipped at every size of
+    # PREFILL_SIZES under a limit of its own (a barrier mistake hangs the GPU, not the host),
+    # then profiled and swept (PREFILL_GLUON_VALUES: the overlap, the Triton kernel at every
+    # head dim with GLUON_MIN_D=512), each output checked against cuDNN's.
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     sizes=${PREFILL_SIZES:-public-0,public-1,public-2,public-3,public-4,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4}
     timeout $(( left < ${PREFILL_BENCH_S:-240} ? left : ${PREFILL_BENCH_S:-240} )) python3 tools/bench_env.py \
-      chunked_prefill --sealed sealed_fixtures --reps 5 --only $sizes \
-      --kernels expert,solution,gluon=expert/chunked_prefill/solution_gluon.py 2>&1 | tee "$WORK/prefill_gluon_bench.txt" &&
+      chunked_prefill --sealed sealed_fixtures --reps 5 --only $sizes --kernels expert,solution 2>&1 |
+      tee "$WORK/prefill_gluon_bench.txt" &&
     timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 tools/probes/kernel_profile.py chunked_prefill \
-      --sealed sealed_fixtures --reps 5 --kernels expert,solution=expert/chunked_prefill/solution_gluon.py \
-      --only $sizes --sweep '*' --values "${PREFILL_GLUON_VALUES:-OVERLAP=True}" 2>&1 | tee "$WORK/prefill_gluon.txt" ;;
+      --sealed sealed_fixtures --reps 5 --kernels expert,solution --only $sizes --sweep '*' \
+      --values "${PREFILL_GLUON_VALUES:-OVERLAP=True;GLUON_MIN_D=512}" 2>&1 | tee "$WORK/prefill_gluon.txt" ;;
   attention_dq)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \

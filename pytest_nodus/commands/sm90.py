@@ -125,6 +125,7 @@ def _report(fn: JITFunction, launch) -> str:
             f"mma.sync {ptx.count('mma.sync'):3d} cp.async {ptx.count('cp.async.cg') + ptx.count('cp.async.ca'):3d} "
             f"tma {ptx.count('cp.async.bulk.tensor'):2d} tma-reduce {ptx.count('cp.reduce.async.bulk'):2d}"
             f"{f' setmaxnreg {n}' if (n := ptx.count('setmaxnreg')) else ''}"
+            f"{'  WGMMA SERIALISED (ptxas C7514)' if 'C7514' in out else ''}"
             f"{'  OVER 227 KiB OF SHARED MEMORY: WILL NOT LAUNCH' if compiled.metadata.shared > SHARED_LIMIT else ''}"
             f"  {shown}")
 
