@@ -52,9 +52,10 @@ BLOCK_M = 128  # rows per block: two consumer warpgroups of 64
 # TMA copies) takes the fewest allowed; at 16-key pages its 8 lookups a tile spill 24 bytes.
 CONSUMER_REGS = 240
 PRODUCER_REGS = 24
-# FlashAttention-3's overlap inside each consumer (``_attend``), on or off per run: the H200
-# decides. Every head dim fits it without a spill on sm_90a (nodus-sm90).
-OVERLAP = False
+# FlashAttention-3's overlap inside each consumer (``_attend``): tile i + 1's S product and
+# tile i's P V in flight while tile i + 1's softmax runs. On the H200 it took every D >= 128
+# sealed size from 0.93-1.08x of cuDNN to 1.03-1.24x (docs/results/chunked_prefill.md).
+OVERLAP = True
 # Per head dim, (BLOCK_N, stages): keys per tile and the depth of the K and V rings, inside
 # 227 KiB of shared memory with Q's [128, D] tile (D = 256: 64 KiB of Q and 2 x 2 x 32 KiB of
 # K and V stages).
