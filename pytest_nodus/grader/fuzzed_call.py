@@ -74,6 +74,7 @@ def _check(grader, env: Environment, dims: dict, size_label: str, rerun: int, re
                                            grader.torch_device)
             with phases.timed(shared.phases, "reference"):
                 references = env.reference(fresh)
+                inputs.settle(grader.torch_device)
         try:
             grader.call(env, sandbox, dims, fresh, references, result, role, timed=False)
             result.calls = 1

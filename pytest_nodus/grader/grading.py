@@ -23,7 +23,8 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import checks, devices, fuzzed_call, gpu_ledger, gpu_memory, idle_work, phases, rounds, timing
+from pytest_nodus.grader import (checks, devices, fuzzed_call, gpu_ledger, gpu_memory, idle_work, inputs, phases, rounds,
+                                 timing)
 from pytest_nodus.grader.cgroup import frozen
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
@@ -158,6 +159,7 @@ class Grader:
         if references is None:
             with phases.timed(result.phases, "reference"):
                 references = env.reference(fresh)
+                inputs.settle(self.torch_device)
         with phases.timed(result.phases, "verification_inputs"):
             mutated = checks.mutated_inputs(slot, fresh)
         for name in mutated:

@@ -41,7 +41,18 @@ def call_seed(grade_seed: int, label: str, call_number: int) -> int:
 
 def make_inputs(env, dims, seed: int, device: torch.device) -> dict[str, Any]:
     generator = torch.Generator(device=device).manual_seed(seed & ((1 << 63) - 1))
-    return env.make_inputs(dims, generator, device)
+    fresh = env.make_inputs(dims, generator, device)
+    settle(device)
+    return fresh
+
+
+def settle(device: torch.device | str) -> None:
+    """Wait for the GPU work queued so far. What the grader times as a phase (the inputs, the
+    reference) is mostly GPU work queued asynchronously; without this its time would land in
+    whichever later phase first waits on the stream (a call's idle probe, the input check),
+    and the phases would say the wrong thing. Costs nothing: the next step waits for it too."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 class ArenaTooSmall(Exception):

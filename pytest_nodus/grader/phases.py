@@ -136,8 +136,9 @@ def grade_phases(sizes: list[dict], wall_s: float | None, outside: dict | None =
         add(total, name, ms)
     out = rounded(total)
     if wall_s is not None:
-        # Parts (start_<stage>, calls_<part>, timed) are already inside their whole.
-        accounted = sum(v for k, v in total.items() if not k.startswith(("start_", "calls_")) and k != "timed")
+        # Parts (start_<stage>, calls_<part>, verification_<part>, timed) are already inside their whole.
+        accounted = sum(v for k, v in total.items()
+                        if not k.startswith(("start_", "calls_", "verification_")) and k != "timed")
         out["wall"] = round(1e3 * wall_s, 1)
         out["outside_sizes"] = round(1e3 * wall_s - accounted, 1)
         out["overhead_ratio"] = round(1e3 * wall_s / total["timed"], 1) if total.get("timed") else None

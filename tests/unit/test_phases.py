@@ -31,10 +31,12 @@ def test_marks_out_of_order_give_no_stages(marks):
 def test_the_grade_adds_up_its_sizes_and_says_what_lay_outside():
     sizes = [{"phases": {"start": 1000.0, "start_process": 900.0, "calls": 300.0, "calls_go": 250.0, "timed": 100.0,
                          "inputs": 50.0}},
-             {"phases": {"calls": 200.0, "timed": 100.0, "verification": 50.0}}, {"phases": None}]
+             {"phases": {"calls": 200.0, "timed": 100.0, "verification": 50.0, "verification_values": 40.0}},
+             {"phases": None}]
     grade = phases.grade_phases(sizes, wall_s=3.0, outside={"startup": 500.0, "teardown": 100.0})
     assert grade["calls"] == 500.0 and grade["timed"] == 200.0 and grade["start_process"] == 900.0
-    # 3000 ms of wall: 1000 start + 500 calls + 50 inputs + 50 verification + 600 start-up and teardown
+    # 3000 ms of wall: 1000 start + 500 calls + 50 inputs + 50 verification + 600 start-up and
+    # teardown; the parts (start_process, calls_go, verification_values) are inside their wholes
     assert grade["outside_sizes"] == 800.0 and grade["overhead_ratio"] == 15.0
 
 
