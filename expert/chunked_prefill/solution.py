@@ -358,6 +358,7 @@ def _config(d: int, page: int, device: torch.device) -> dict:
         return dict(BLOCK_M=16, BLOCK_N=16, num_warps=4, num_stages=1, TMA=False)
     # The fastest per head dim of seven candidates timed at the five public sizes on the H200
     # (docs/results/chunked_prefill.md); the sm_90a compile (nodus-sm90) shows none spilling.
+    # Past D = 64 the GPU runs the Gluon kernel unless GLUON_MIN_D is raised (a sweep's baseline).
     if d <= 64:
         return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2, TMA=False)
     if d <= 128:
@@ -398,11 +399,11 @@ def _launch_gluon(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q,
     most = tokens // tokens_per_block + block_table.shape[0]  # at most one partial block per sequence
     item_seq, item_start, count = _work_items(cu_seqlens_q, cache_seqlens, tokens_per_block, most)
     o = torch.empty_like(q)
-    _prefill_gluon[(most, hkv)](q, k_desc, v_desc, block_table, cache_seqlens, cu_seqlens_q, item_seq, item_start, o, count,
-                          block_table.shape[1], float(softmax_scale) * 1.4426950408889634, HQ=hq, HKV=hkv,
-                          GROUP=group, GROUP_P2=group_p2, D=d, PAGE=page, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
-                          STAGES=stages, OVERLAP=OVERLAP, CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS,
-                          num_warps=4)
+    _prefill_gluon[(most, hkv)](q, k_desc, v_desc, block_table, cache_seqlens, cu_seqlens_q, item_seq, item_start, o,
+                                count, block_table.shape[1], float(softmax_scale) * 1.4426950408889634, HQ=hq,
+                                HKV=hkv, GROUP=group, GROUP_P2=group_p2, D=d, PAGE=page, BLOCK_M=BLOCK_M,
+                                BLOCK_N=block_n, STAGES=stages, OVERLAP=OVERLAP, CONSUMER_REGS=CONSUMER_REGS,
+                                PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
     return o
 
 
@@ -422,9 +423,9 @@ def _launch_triton(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q
     most = tokens // tokens_per_block + sequences  # at most one partial block per sequence
     item_seq, item_start, count = _work_items(cu_seqlens_q, cache_seqlens, tokens_per_block, most)
     o = torch.empty_like(q)
-    _prefill_triton[(most, hkv)](q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, item_seq, item_start, o,
-                          count, block_table.shape[1], k_cache.shape[0] * hkv * page, softmax_scale, HQ=hq,
-                          HKV=hkv, GROUP=group, GROUP_P2=group_p2, D=d, PAGE=page, **cfg)
+    _prefill_triton[(most, hkv)](q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, item_seq, item_start,
+                                 o, count, block_table.shape[1], k_cache.shape[0] * hkv * page, softmax_scale, HQ=hq,
+                                 HKV=hkv, GROUP=group, GROUP_P2=group_p2, D=d, PAGE=page, **cfg)
     return o
 
 
