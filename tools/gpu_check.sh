@@ -34,8 +34,8 @@
 #   bash tools/gpu_check.sh prefill_gluon  # chunked_prefill: the solution (Gluon at D >= 128) against cuDNN
 #                                        # at every sealed size (PREFILL_SIZES), then profiled and swept
 #                                        # (PREFILL_GLUON_VALUES: ping-pong, Gluon at D = 64, the overlap off)
-#   bash tools/gpu_check.sh attention_dq   # attention solution: the split pair against the fused dK/dV kernel
-#                                        # with dQ by TMA reduce-adds, every tile candidate, every sealed size
+#   bash tools/gpu_check.sh attention_dq   # attention solution: every tile candidate of the split pair's two kernels,
+#                                        # every sealed size (tools/probes/attention_tiles.py)
 #   bash tools/gpu_check.sh moe_tiles      # moe_experts solution: per-kernel profile and _config candidates
 #                                        # (MOE_VALUES="EXPR;EXPR"), per size (MOE_SIZES), outside the grader
 #   bash tools/gpu_check.sh moe_gemms      # grouped GEMMs by pointers / TMA / persistent / warp-specialised
@@ -220,7 +220,7 @@ for MODE in "${@:-quick}"; do
   attention_dq)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \
-      --kernels ${ATTENTION_DQ_KERNELS:-dkdv,dq,fused_tma} 2>&1 | tee "$WORK/attention_dq.txt" ;;
+      --kernels ${ATTENTION_DQ_KERNELS:-dkdv,dq} 2>&1 | tee "$WORK/attention_dq.txt" ;;
   batch_attention)
     # Issue 24: 16 attention attempts in batches, each against one expert run (the solution, the
     # starting kernel, the correct styles, 12 cheats), then, with BATCH_SEPARATE=1, each alone

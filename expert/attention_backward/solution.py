@@ -20,10 +20,9 @@ Structure it exploits:
   deterministic output. The buffer holds as many KV heads as fit in 4 GiB (two buffers
   alternate where it takes several chunks). Where one KV head's tiles do not fit, and at
   D = 64, where the stored tile costs more than the products it saves, dQ recomputes the
-  scores in its own kernel (7 products per tile pair).
-  dQ by relaxed fp32 atomics from the dK/dV kernel (``FUSED_DQ``) is slower than recomputing
-  on the H200: the atomics cost more than the two products they save
-  (docs/results/attention_backward.md).
+  scores in its own kernel (7 products per tile pair). dQ added into an fp32 buffer from the
+  dK/dV kernel, by atomics or TMA reduce-adds, measured slower than either on the H200
+  (docs/results/attention_backward.md) and is not kept.
 * Tile shapes, warps and stages by autotuning among a few candidates measured on the H200,
   per head dim, group size, and class of length and window (powers of two): the best dQ
   tiles of one head dim differ between a 1024 and a 4096 window, and between lengths.
@@ -162,19 +161,16 @@ _DQ_LARGE = [(128, 32, 8, 2), (64, 64, 4, 2), (64, 32, 4, 1)]
 
 @triton.jit
 def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, end_ptr, dk_ptr, dv_ptr,
-                dq_acc_ptr, ds_ptr, T, window, scale, scale_log2, kv_head0, SLOTS, DS_ROWS,
+                ds_ptr, T, window, scale, scale_log2, kv_head0, SLOTS, DS_ROWS,
                 T_CLASS, WINDOW_CLASS,  # for the autotuners' key
                 HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
-                D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FUSE_DQ: tl.constexpr,
-                MASK_EVERY_TILE: tl.constexpr = False, DQ_TMA: tl.constexpr = False,
-                LOADS_TMA: tl.constexpr = False, STORE_DS: tl.constexpr = False, DS_TMA: tl.constexpr = True):
+                D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                MASK_EVERY_TILE: tl.constexpr = False, LOADS_TMA: tl.constexpr = False,
+                STORE_DS: tl.constexpr = False, DS_TMA: tl.constexpr = True):
     """dK and dV for one block of keys and one KV head (``kv_head0`` + the program's second
-    index). FUSE_DQ also adds each tile's dS K into a zeroed fp32 dQ accumulator (scaled to
-    bf16 by _dq_finish): 5 matrix products per tile pair instead of the split pair's 7. The
-    adds are relaxed per-element atomics, or with DQ_TMA one bulk reduce-add per tile (TMA,
-    from shared memory; the GPU only). STORE_DS instead writes each tile's dS^T, bf16, to its
-    place in ``ds_ptr`` (see _ds_tile) for _dq_from_ds, by TMA with DS_TMA. LOADS_TMA: the
-    streamed Q and dO tiles come by TMA."""
+    index). STORE_DS also writes each tile's dS^T, bf16, to its place in ``ds_ptr`` (see
+    _ds_tile) for _dq_from_ds, by TMA with DS_TMA. LOADS_TMA: the streamed Q and dO tiles come
+    by TMA."""
     start_n = tl.program_id(0) * BLOCK_N
     kv_head = kv_head0 + tl.program_id(1)
     cols = start_n + tl.arange(0, BLOCK_N)
@@ -191,10 +187,6 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_
     begin_m = start_n - start_n % BLOCK_M  # causal: no query before the first key sees it
     dk = tl.zeros([BLOCK_N, D], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, D], dtype=tl.float32)
-    dq_desc = None
-    if FUSE_DQ and DQ_TMA:  # dQ as [T, HQ * D]: a tile of one head is [BLOCK_M, D] at column head * D
-        dq_desc = tl.make_tensor_descriptor(dq_acc_ptr, shape=[T, HQ * D], strides=[HQ * D, 1],
-                                            block_shape=[BLOCK_M, D])
     ds_desc = None
     if STORE_DS and DS_TMA:
         ds_desc = tl.make_tensor_descriptor(ds_ptr, shape=[DS_ROWS, BLOCK_M], strides=[BLOCK_M, 1],
@@ -231,12 +223,6 @@ def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_
                 else:
                     tile_at = ds_ptr + tile.to(tl.int64) * (BLOCK_N * BLOCK_M)
                     tl.store(tile_at + tl.arange(0, BLOCK_N)[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :], ds_t)
-            if FUSE_DQ:  # relaxed: the partial sums need no order among themselves, only the kernel's end
-                dq_part = tl.dot(tl.trans(ds_t), k)
-                if DQ_TMA:  # rows past T fall outside the descriptor's shape: the copy drops them
-                    dq_desc.atomic_add([start_m, head * D], dq_part)
-                else:
-                    tl.atomic_add(dq_acc_ptr + q_offsets, dq_part, mask=row_ok[:, None], sem="relaxed")
     tl.store(dk_ptr + kv_offsets, (dk * scale).to(tl.bfloat16), mask=col_ok[:, None])
     tl.store(dv_ptr + kv_offsets, dv.to(tl.bfloat16), mask=col_ok[:, None])
 
@@ -335,34 +321,6 @@ def _dq_from_ds(ds_ptr, k_ptr, start_ptr, dq_ptr, T, window, scale, head0, SLOTS
     tl.store(dq_ptr + offsets, (dq * scale).to(tl.bfloat16), mask=(rows < T)[:, None])
 
 
-# The fused kernel's candidates: its dQ partial, [BLOCK_M, D] fp32, lives beside the dK and dV
-# accumulators, so at D = 256 it wants the smaller query tiles.
-_FUSED_SMALL = [(64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2), (32, 128, 8, 2)]
-_FUSED_LARGE = [(32, 64, 8, 1), (32, 64, 8, 2), (64, 64, 8, 1), (16, 64, 4, 1)]
-
-
-_dkdv_dq = triton.autotune(configs=_configs(_FUSED_SMALL + _FUSED_LARGE), key=_KEY,
-                           prune_configs_by=_by_head_dim(_FUSED_SMALL, _FUSED_LARGE),
-                           reset_to_zero=["dq_acc_ptr"])(_dkdv_tiles)
-
-
-@triton.jit
-def _dq_finish(dq_acc_ptr, dq_ptr, N, scale, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    inside = offsets < N
-    tl.store(dq_ptr + offsets, (tl.load(dq_acc_ptr + offsets, mask=inside) * scale).to(tl.bfloat16), mask=inside)
-
-
-# Whether dQ is accumulated inside the dK/dV kernel (_dkdv_dq) or computed by its own kernel
-# (_dq), per head-dim class ("small": D <= 128). Its own kernel, at both: on the H200
-# (tools/probes/attention_tiles.py, each path at its best config) the fused path was 1.19-1.30x
-# slower than the split pair at every timed size; the atomics cost more than the two
-# recomputed products save. Kept so that the probe can measure it again on another GPU.
-FUSED_DQ = {"small": False, "large": False}
-# On the GPU the fused path adds its dQ partials by TMA bulk reduce-adds (one per tile, issued
-# from shared memory, asynchronous) instead of per-element atomics. Triton's interpreter has
-# no descriptor reduce, so on the CPU it takes the atomics: the same sums.
-DQ_BY_TMA = True
 # The tiles each loop streams (Q and dO for dK/dV, K and V for dQ) by TMA descriptors instead
 # of pointer loads: no address arithmetic in registers, rows past T zero-filled by the copy.
 LOADS_BY_TMA = True
@@ -441,7 +399,6 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     hkv = k.shape[1]
     group = hq // hkv
     documents = cu_seqlens.numel() - 1
-    head_class = "small" if d <= 128 else "large"
     tables = torch.empty(3, t, dtype=torch.int32, device=q.device)  # document id, start, end per token
     _document_tables[(documents,)](cu_seqlens, tables[0], tables[1], tables[2], BLOCK=1024)
     delta = torch.empty(hq, t, dtype=torch.float32, device=q.device)
@@ -458,16 +415,9 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     if plan is not None:
         _stored_ds(dkdv_args, k, tables[1], dq, plan, window, scale, common)
         return dq, dk, dv
-    if FUSED_DQ[head_class]:
-        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-        _dkdv_dq[lambda meta: (triton.cdiv(t, meta["BLOCK_N"]), hkv)](
-            *dkdv_args, dq_acc, dq_acc, t, window, scale, scale * LOG2E, 0, 1, 1,
-            FUSE_DQ=True, DQ_TMA=DQ_BY_TMA and q.is_cuda, LOADS_TMA=LOADS_BY_TMA, **common)
-        _dq_finish[(triton.cdiv(dq.numel(), 4096),)](dq_acc, dq, dq.numel(), scale, BLOCK=4096)
-        return dq, dk, dv
-    dkdv_args = (*dkdv_args, delta, delta, t, window, scale, scale * LOG2E, 0, 1, 1)
+    dkdv_args = (*dkdv_args, delta, t, window, scale, scale * LOG2E, 0, 1, 1)  # delta: no dS buffer
     dq_args = (q, k, v, do, lse, delta, tables[0], tables[1], dq, t, window, scale, scale * LOG2E)
-    dkdv_kwargs = dict(FUSE_DQ=False, LOADS_TMA=LOADS_BY_TMA, **common)
+    dkdv_kwargs = dict(LOADS_TMA=LOADS_BY_TMA, **common)
     dq_kwargs = dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, LOADS_TMA=LOADS_BY_TMA, **common)
     ahead = (t % 16 == 0, LOADS_BY_TMA, *common.values())  # what the compiled kernels are specialised on
     if COMPILE_AHEAD and q.is_cuda and ahead not in _AHEAD:
@@ -502,11 +452,11 @@ def _stored_ds(dkdv_args, k, start, dq, plan, window, scale, common) -> None:
     if beside:
         main, side = torch.cuda.current_stream(dq.device), _side_stream(dq.device)
         read = [None] * len(chunks)  # the event each chunk's dQ records once it is done reading
-    dkdv_kwargs = dict(FUSE_DQ=False, LOADS_TMA=LOADS_BY_TMA, STORE_DS=True, DS_TMA=DS_BY_TMA, **common)
+    dkdv_kwargs = dict(LOADS_TMA=LOADS_BY_TMA, STORE_DS=True, DS_TMA=DS_BY_TMA, **common)
     dq_kwargs = dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
 
     def arguments(buffer, h0):
-        return ((*dkdv_args, buffer, buffer, t, window, scale, scale * LOG2E, h0, slots, rows),
+        return ((*dkdv_args, buffer, t, window, scale, scale * LOG2E, h0, slots, rows),
                 (buffer, k, start, dq, t, window, scale, h0 * group, slots, rows))
 
     ahead = ("stored", t % 16 == 0, LOADS_BY_TMA, DS_BY_TMA, *common.values())

@@ -1,21 +1,17 @@
-"""Probe (H200): which tile shape, warp count and pipeline depth suit each kernel of the
-attention solution, per timed size, what skipping the mask on interior tiles saves, and
-whether dQ is faster fused into the dK/dV kernel or by its own kernel.
+"""Probe (H200): which tile shape, warp count and pipeline depth suit the split pair of the
+attention solution (its dK/dV kernel and its dQ kernel), per timed size, and what skipping the
+mask on interior tiles saves.
 
   python3 tools/probes/attention_tiles.py [--sealed sealed_fixtures] [--only public-0,...] [--reps 5]
-                                          [--kernels dkdv,dq,fused,fused_tma]
+                                          [--kernels dkdv,dq]
 
-For every timed size it times the solution's kernels alone (L2 flushed, CUDA events, median
-of --reps on one set of inputs) under every candidate config, compiled first in a pool of
-processes so that compilation does not dominate the probe: the dK/dV and dQ kernels of the
-split path, and the fused path (dQ accumulator zeroed, _dkdv_dq, the fp32-to-bf16 finish:
-everything the fused path adds), with its dQ added by per-element atomics (fused) or by TMA
-bulk reduce-adds (fused_tma); each fused path's dQ at its best config is checked against the
-split pair's. It also times the solution as shipped (its autotuner's pick) and the cuDNN
-expert, and prints, per size: the best config of each kernel, the interior-tile saving at
-that config, and the speedup against cuDNN the best split pair and the best fused paths
-would give. The solution's autotune lists and FUSED_DQ are chosen from this. A probe, not
-a grade: no sandbox, one input set per size.
+For every timed size it times the two kernels alone (L2 flushed, CUDA events, median of
+--reps on one set of inputs) under every candidate config, compiled first in a pool of
+processes so that compilation does not dominate the probe. It also times the solution as
+shipped (its autotuner's pick) and the cuDNN expert, and prints, per size: the best config of
+each kernel, the interior-tile saving at that config, and the speedup against cuDNN the best
+split pair would give. The split pair's autotune lists are chosen from this. A probe, not a
+grade: no sandbox, one input set per size.
 """
 
 from __future__ import annotations
@@ -46,11 +42,7 @@ BLOCKS = {  # (BLOCK_M, BLOCK_N) candidates per kernel and head-dim class
     ("dkdv", "large"): [(16, 64), (32, 64), (32, 32), (16, 128), (64, 64), (32, 128)],
     ("dq", "small"): [(128, 32), (128, 64), (64, 64), (64, 32), (128, 128), (64, 128)],
     ("dq", "large"): [(64, 16), (64, 32), (32, 32), (128, 16), (64, 64), (128, 32)],
-    ("fused", "small"): [(64, 64), (32, 64), (64, 128), (32, 128), (128, 64), (16, 64)],
-    ("fused", "large"): [(32, 64), (16, 64), (64, 64), (32, 32), (16, 128), (32, 128)],
 }
-# The fused path with dQ added by TMA bulk reduce-adds (DQ_TMA) instead of per-element atomics.
-BLOCKS.update({("fused_tma", cls): BLOCKS["fused", cls] for cls in ("small", "large")})
 WARPS, STAGES = (4, 8), {"small": (2, 3), "large": (1, 2)}
 
 
@@ -82,7 +74,6 @@ class Call:
         self.delta = torch.empty(hq, t, dtype=torch.float32, device="cuda")
         sol._delta[(triton.cdiv(t, 64), hq)](o, do, self.delta, t, HQ=hq, D=d, BLOCK=64)
         self.dq, self.dk, self.dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        self.dq_acc = torch.zeros(q.shape, dtype=torch.float32, device="cuda")
         self.common = dict(HQ=hq, HKV=self.hkv, GROUP=hq // self.hkv, D=d, **sol._classes(t, int(window)))
 
     def launch(self, kernel: str, config: dict, every_tile: bool = False, warmup: bool = False):
@@ -92,28 +83,15 @@ class Call:
         if kernel == "dkdv":
             fn, grid = self.sol._dkdv_tiles, (triton.cdiv(self.t, config["BLOCK_N"]), self.hkv)
             args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[1], self.tables[2], self.dk, self.dv,
-                    self.delta, self.delta, self.t, window, scale, scale * self.sol.LOG2E, 0, 1, 1)
-            kw["FUSE_DQ"] = False
-        elif kernel == "dq":
+                    self.delta, self.t, window, scale, scale * self.sol.LOG2E, 0, 1, 1)
+        else:
             fn, grid = self.sol._dq.fn, (triton.cdiv(self.t, config["BLOCK_M"]), self.hq)
             args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[1], self.dq, self.t, window,
                     scale, scale * self.sol.LOG2E)
-        else:
-            fn, grid = self.sol._dkdv_tiles, (triton.cdiv(self.t, config["BLOCK_N"]), self.hkv)
-            args = (q, k, v, do, lse, self.delta, self.tables[0], self.tables[1], self.tables[2], self.dk, self.dv,
-                    self.dq_acc, self.dq_acc, self.t, window, scale, scale * self.sol.LOG2E, 0, 1, 1)
-            kw["FUSE_DQ"], kw["DQ_TMA"] = True, kernel == "fused_tma"
-            if kw["DQ_TMA"]:  # the descriptor's global scratch
-                triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
         if warmup:
             fn.warmup(*args, grid=grid, **kw)
             return
-        if kernel.startswith("fused"):
-            self.dq_acc.zero_()
         fn[grid](*args, **kw)
-        if kernel.startswith("fused"):
-            n = self.dq.numel()
-            self.sol._dq_finish[(triton.cdiv(n, 4096),)](self.dq_acc, self.dq, n, scale, BLOCK=4096)
 
 
 def _compile(task) -> str | None:
@@ -139,7 +117,7 @@ def main() -> int:
     parser.add_argument("--only")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--workers", type=int, default=12)
-    parser.add_argument("--kernels", default="dkdv,dq,fused,fused_tma")
+    parser.add_argument("--kernels", default="dkdv,dq")
     args = parser.parse_args()
     kernels = args.kernels.split(",")
     sizes = [(f"public-{i}", d) for i, d in enumerate(ENV.profile("cuda").sizes)]
@@ -162,7 +140,7 @@ def main() -> int:
         call = Call(sol, dims, seed=1)
         cudnn_ms = timed(lambda: cudnn.kernel(*call.args), args.reps, flush)
         shipped_ms = timed(lambda: sol.kernel(*call.args), args.reps, flush)
-        picked = {name: str(getattr(getattr(sol, f"_{name}"), "best_config", "?")) for name in ("dkdv", "dq", "dkdv_dq")}
+        picked = {name: str(getattr(getattr(sol, f"_{name}"), "best_config", "?")) for name in ("dkdv", "dq")}
         best = {}
         for kernel in kernels:
             results = []
@@ -179,22 +157,15 @@ def main() -> int:
             if not results:
                 continue
             ms, config = min(results, key=lambda r: r[0])
-            if kernel.startswith("fused"):  # a fast dQ must also be the split pair's dQ
-                call.launch(kernel, config)
-                torch.cuda.synchronize()
-                split_dq = sol.kernel(*call.args)[0].float()
-                error = ((call.dq.float() - split_dq).norm() / split_dq.norm()).item()
-                print(f"{label} {kernel} best {config}: dQ differs from the split pair's by {error:.2e} (normwise)",
-                      flush=True)
             every_ms = timed(lambda: call.launch(kernel, config, every_tile=True), args.reps, flush)
             best[kernel] = (ms, config, every_ms)
         rows.append((label, dims, cudnn_ms, shipped_ms, picked, best))
         del call
         torch.cuda.empty_cache()
     print("\nPer kernel: best ms [BLOCK_M BLOCK_N warps stages], then ms with every tile masked. "
-          "split = best dkdv + best dq; fused = zero + best _dkdv_dq + finish.")
+          "split = best dkdv + best dq.")
     print(f"{'size':<9} {'D':<3} {'Hq/Hkv':<6} {'W':<5} {'cuDNN ms':>8} {'shipped':>8} {'(x)':>5}   "
-          + "   ".join(f"{k:<32}" for k in kernels) + "   split x   fused x   fused_tma x")
+          + "   ".join(f"{k:<32}" for k in kernels) + "   split x")
     for label, dims, cudnn_ms, shipped_ms, picked, best in rows:
         cells = []
         for kernel in kernels:
@@ -204,9 +175,8 @@ def main() -> int:
             ms, c, every = best[kernel]
             cells.append(f"{ms:8.3f} [{c['BLOCK_M']} {c['BLOCK_N']} {c['num_warps']} {c['num_stages']}] {every:8.3f}".ljust(32))
         split = f"{cudnn_ms / (best['dkdv'][0] + best['dq'][0]):7.3f}" if {"dkdv", "dq"} <= best.keys() else "      -"
-        fused = "   ".join(f"{cudnn_ms / best[k][0]:7.3f}" if k in best else "      -" for k in ("fused", "fused_tma"))
         print(f"{label:<9} {dims['D']:<3} {dims['Hq']:>2}/{dims['Hkv']:<3} {dims['W']:<5} {cudnn_ms:8.3f} "
-              f"{shipped_ms:8.3f} {cudnn_ms / shipped_ms:5.3f}   " + "   ".join(cells) + f"   {split}   {fused}")
+              f"{shipped_ms:8.3f} {cudnn_ms / shipped_ms:5.3f}   " + "   ".join(cells) + f"   {split}")
     print("autotuner's picks as shipped: " + "; ".join(f"{r[0]} {r[4]}" for r in rows))
     return 0
 
