@@ -18,10 +18,12 @@ What both kernels exploit:
 The Gluon kernel (``_prefill_gluon``, CUDA at D >= GLUON_MIN_D): 128-row blocks over two
 consumer warpgroups that share each K/V tile read (a 64-row tile does 64 FLOP per byte of K
 and V, which at cuDNN's rates asks 7.5-10 TB/s of L2), and one producer warp that looks pages
-up and streams K and V by TMA into rings of shared-memory stages (``ready`` / ``empty``
-mbarriers), so the next tiles load while this one's products and softmax run and the
-consumers keep their registers (240 each) for the accumulators. P stays in registers for the
-P V wgmma. A page shorter than a tile takes one TMA load per page into its slice of the stage.
+up and streams K and V by TMA into a ring of shared-memory stages each (``*_ready`` /
+``*_empty`` mbarriers), so the next tiles load while this one's products and softmax run and
+the consumers keep their registers (240 each) for the accumulators. Each consumer keeps the
+next tile's S product and this tile's P V in flight while it runs the softmax (``OVERLAP``).
+P stays in registers for the P V wgmma. A page shorter than a tile takes one TMA load per
+page into its slice of the stage.
 
 The Triton kernel (``_prefill_triton``: the CPU, through the interpreter, and D = 64 on the
 GPU, where it measured faster): the same blocks and masks with 64-row tiles, pages looked up
