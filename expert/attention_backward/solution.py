@@ -20,9 +20,9 @@ Structure it exploits:
   deterministic output. The buffer holds as many KV heads as fit in 4 GiB (two buffers
   alternate where it takes several chunks). Where one KV head's tiles do not fit, and at
   D = 64, where the stored tile costs more than the products it saves, dQ recomputes the
-  scores in its own kernel (7 products per tile pair). dQ added into an fp32 buffer from the
-  dK/dV kernel, by atomics or TMA reduce-adds, measured slower than either on the H200
-  (docs/results/attention_backward.md) and is not kept.
+  scores in its own kernel (7 products per tile pair). No fp32 dQ buffer filled from the
+  dK/dV kernel: on the H200 its adds, by atomics or TMA reduce-adds, cost more than the two
+  products they save (docs/results/attention_backward.md).
 * Tile shapes, warps and stages by autotuning among a few candidates measured on the H200,
   per head dim, group size, and class of length and window (powers of two): the best dQ
   tiles of one head dim differ between a 1024 and a 4096 window, and between lengths.
@@ -336,8 +336,8 @@ DQ_LAST_ROWS_FIRST = True
 # (its bytes do not shrink with D). Each buffer is at most DS_BUFFER_BYTES, KV heads taken in
 # chunks that fit it, at least DS_MIN_CHUNKS of them; with several chunks one chunk's dQ runs
 # on the side stream beside the next chunk's dK/dV (two buffers, 8 GiB at most: inside the
-# card's 16 GiB with the gradients' row statistics), which measured slower than one chunk
-# wherever one fits. Where one KV head's tiles alone do not fit (long unwindowed documents of
+# card's 16 GiB with the gradients' row statistics). One chunk where it fits: the second
+# stream's overlap was slower on the H200 than one kernel after the other. Where one KV head's tiles alone do not fit (long unwindowed documents of
 # many query heads), dQ recomputes them (_dq).
 DS_STORED = True
 DS_STORED_MIN_D = 128

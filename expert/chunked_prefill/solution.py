@@ -42,8 +42,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 # Triton 3.6 (the H200's) names the TMA load async_copy_global_to_shared; later ones async_load.
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 
-# The Gluon kernel from this head dim up; below it the Triton kernel, which the H200 measured
-# faster at D = 64 (1.11x against 0.94x of cuDNN at public-2: docs/results/chunked_prefill.md).
+# The Gluon kernel from this head dim up; below it the Triton kernel, the faster of the two at
+# D = 64 on the H200 (docs/results/chunked_prefill.md).
 GLUON_MIN_D = 128
 
 BLOCK_M = 128  # rows per block: two consumer warpgroups of 64
@@ -55,8 +55,8 @@ BLOCK_M = 128  # rows per block: two consumer warpgroups of 64
 CONSUMER_REGS = 240
 PRODUCER_REGS = 24
 # FlashAttention-3's overlap inside each consumer (``_attend``): tile i + 1's S product and
-# tile i's P V in flight while tile i + 1's softmax runs. On the H200 it took every D >= 128
-# sealed size from 0.93-1.08x of cuDNN to 1.03-1.24x (docs/results/chunked_prefill.md).
+# tile i's P V in flight while tile i + 1's softmax runs, so the tensor cores never wait on the
+# exponentials; faster at every D >= 128 sealed size on the H200 (docs/results/chunked_prefill.md).
 OVERLAP = True
 # FlashAttention-3's ping-pong (with OVERLAP): the two consumers take turns to issue their
 # products, so the tensor cores run one's while the other's softmax runs. Off until the H200

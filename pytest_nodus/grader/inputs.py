@@ -46,6 +46,13 @@ def make_inputs(env, dims, seed: int, device: torch.device) -> dict[str, Any]:
     return fresh
 
 
+def reference(env, fresh: dict[str, Any], device: torch.device | str):
+    """The environment's reference outputs for ``fresh``, their GPU work finished (see settle)."""
+    references = env.reference(fresh)
+    settle(device)
+    return references
+
+
 def settle(device: torch.device | str) -> None:
     """Wait for the GPU work queued so far. What the grader times as a phase (the inputs, the
     reference) is mostly GPU work queued asynchronously; without this its time would land in

@@ -1,7 +1,7 @@
 """The prefill solution's Gluon kernel (expert/chunked_prefill/solution.py, the H200's path at
 D >= 128) compiles for sm_90a at every such public size and at a hidden one whose pages are
 longer than its tiles: producer and consumers specialised (setmaxnreg), wgmma and TMA in its
-loops, no wgmma serialised by ptxas (which slowed the first overlap by a third on the H200), its
+loops, no wgmma serialised by ptxas (which would undo the overlap), its
 shared memory within a block's 227 KiB; one product at a time, nothing spilled. With the
 overlap (shipped) Triton 3.9 spills a few bytes at D = 128 where the H200's 3.6 spills none,
 so spills are not asserted there. What can be known of it without the GPU it needs."""
