@@ -40,6 +40,14 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+# Triton 3.6 (the H200's) names the TMA load async_copy_global_to_shared; later ones async_load.
+_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 
 LOG2E = 1.4426950408889634
 
@@ -321,6 +329,198 @@ def _dq_from_ds(ds_ptr, k_ptr, start_ptr, dq_ptr, T, window, scale, head0, SLOTS
     tl.store(dq_ptr + offsets, (dq * scale).to(tl.bfloat16), mask=(rows < T)[:, None])
 
 
+# ---- dK/dV in Gluon (CUDA, D >= GLUON_MIN_D): FlashAttention-3's backward structure ----------
+# One program per (64 keys, KV head), as _dkdv_tiles, with K and V in shared memory and three
+# partitions: a producer warp streams each (query block, head) tile of Q and dO by TMA into a
+# ring of STAGES; one consumer warpgroup computes S^T = K Q^T, P^T and dV += P^T dO; the other
+# computes dP^T = V dO^T, takes P^T from the first through shared memory (fp32, as the Triton
+# kernel uses it), and computes dS^T, dK += dS^T Q and the stored dS^T tile (TMA store). Each
+# consumer holds one [64, D] fp32 accumulator (128 registers at D = 256, where one warpgroup
+# holding both would need 256) and runs two of the four products, so the tensor cores serve
+# one while the other runs its exponentials or its dS.
+
+
+@gluon.jit
+def _g_first_key(start_ptr, start_m, window, BLOCK_N: gl.constexpr):
+    """_first_key for Gluon code."""
+    begin_n = gl.load(start_ptr + start_m)
+    if window > 0:
+        begin_n = gl.maximum(begin_n, start_m - window + 1)
+    return begin_n - begin_n % BLOCK_N
+
+
+@gluon.jit
+def _g_tile_masked(doc_ptr, start_m, start_n, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, T, window):
+    """_tile_masked for Gluon code."""
+    last_row = start_m + BLOCK_M - 1
+    inside = (last_row < T) & (start_n + BLOCK_N - 1 <= start_m)
+    inside = inside & ((window <= 0) | (last_row - start_n < window))
+    if inside:
+        inside = gl.load(doc_ptr + start_n) == gl.load(doc_ptr + last_row)
+    return inside == 0
+
+
+@gluon.jit
+def _g_visit(j, n_m, begin_m, kv_head, GROUP: gl.constexpr, BLOCK_M: gl.constexpr):
+    """Visit ``j`` of a program's walk: (query head, first query row). Heads outer, as in
+    _dkdv_tiles."""
+    return kv_head * GROUP + j // n_m, begin_m + (j % n_m) * BLOCK_M
+
+
+@gluon.jit
+def _g_loader(q_desc, do_desc, k_desc, v_desc, k_smem, v_smem, q_bufs, do_bufs, kv_ready, ready, empty, start_n,
+              kv_head, begin_m, n_m, GROUP: gl.constexpr, D: gl.constexpr, BLOCK_M: gl.constexpr,
+              BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """The producer: K and V once, then Q and dO of every visit into the ring, in order (rows
+    past T arrive as zeros)."""
+    mbarrier.expect(kv_ready, 2 * BLOCK_N * D * 2)
+    _tma_load(k_desc, [start_n, kv_head * D], kv_ready, k_smem)
+    _tma_load(v_desc, [start_n, kv_head * D], kv_ready, v_smem)
+    for j in range(GROUP * n_m):
+        head, start_m = _g_visit(j, n_m, begin_m, kv_head, GROUP, BLOCK_M)
+        stage = j % STAGES
+        # A fresh barrier counts as having completed the phase before its first.
+        mbarrier.wait(empty.index(stage), ((j // STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(stage), 2 * BLOCK_M * D * 2)
+        _tma_load(q_desc, [start_m, head * D], ready.index(stage), q_bufs.index(stage))
+        _tma_load(do_desc, [start_m, head * D], ready.index(stage), do_bufs.index(stage))
+
+
+@gluon.jit
+def _g_scores_dv(k_smem, q_bufs, do_bufs, p_smem, kv_ready, ready, empty, p_full, p_empty, lse_ptr, doc_ptr, dv_ptr,
+                 start_n, kv_head, begin_m, n_m, T, window, scale_log2, HKV: gl.constexpr, GROUP: gl.constexpr,
+                 D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """First consumer: P^T of every visit (masked where the tile needs it) into ``p_smem`` for
+    the second, and dV += P^T dO; dV written at the end."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, D, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+    cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_layout))
+    col_doc = gl.load(doc_ptr + cols, mask=cols < T, other=-1)
+    dv = gl.zeros([BLOCK_N, D], gl.float32, acc_layout)
+    mbarrier.wait(kv_ready, 0)
+    for j in range(GROUP * n_m):
+        head, start_m = _g_visit(j, n_m, begin_m, kv_head, GROUP, BLOCK_M)
+        stage = j % STAGES
+        rows = start_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+        lse = gl.load(lse_ptr + head * T + rows, mask=rows < T, other=0.0) * 1.4426950408889634
+        mbarrier.wait(ready.index(stage), (j // STAGES) & 1)
+        s = warpgroup_mma(k_smem, q_bufs.index(stage).permute((1, 0)),
+                          gl.zeros([BLOCK_N, BLOCK_M], gl.float32, s_layout), use_acc=False, is_async=True)
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+        p = gl.exp2(s * scale_log2 - lse[None, :])
+        if _g_tile_masked(doc_ptr, start_m, start_n, BLOCK_M, BLOCK_N, T, window):
+            row_doc = gl.load(doc_ptr + rows, mask=rows < T, other=-2)
+            visible = (col_doc[:, None] == row_doc[None, :]) & (cols[:, None] <= rows[None, :])
+            visible = visible & ((window <= 0) | (rows[None, :] - cols[:, None] < window))
+            p = gl.where(visible, p, 0.0)
+        mbarrier.wait(p_empty, (j & 1) ^ 1)  # the second consumer has read the last P^T
+        p_smem.store(p)
+        gl.thread_barrier()  # every thread's part written before the one arrival
+        mbarrier.arrive(p_full, count=1)
+        dv = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True), do_bufs.index(stage),
+                           dv, is_async=True)
+        dv = warpgroup_mma_wait(num_outstanding=0, deps=(dv,))
+        mbarrier.arrive(empty.index(stage), count=1)
+    keys = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
+    at = (keys[:, None] * HKV + kv_head) * D + gl.arange(0, D, layout=gl.SliceLayout(0, acc_layout))[None, :]
+    gl.store(dv_ptr + at, dv.to(gl.bfloat16), mask=(keys < T)[:, None])
+
+
+@gluon.jit
+def _g_grads_dk(v_smem, q_bufs, do_bufs, p_smem, ds_smem, ds_desc, kv_ready, ready, empty, p_full, p_empty, delta_ptr,
+                start_ptr, dk_ptr, start_n, kv_head, kv_head0, begin_m, n_m, T, window, scale, SLOTS,
+                HKV: gl.constexpr, GROUP: gl.constexpr, D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                STAGES: gl.constexpr):
+    """Second consumer: dP^T = V dO^T, dS^T = P^T (dP^T - delta), stored to its tile of the dS
+    buffer (_ds_tile) and dK += dS^T Q; dK written at the end, scaled."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, D, 16])
+    ds_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+    dk = gl.zeros([BLOCK_N, D], gl.float32, acc_layout)
+    mbarrier.wait(kv_ready, 0)
+    for j in range(GROUP * n_m):
+        head, start_m = _g_visit(j, n_m, begin_m, kv_head, GROUP, BLOCK_M)
+        stage = j % STAGES
+        rows = start_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))
+        delta = gl.load(delta_ptr + head * T + rows, mask=rows < T, other=0.0)
+        slot = (start_n - _g_first_key(start_ptr, start_m, window, BLOCK_N)) // BLOCK_N
+        tile = ((head - kv_head0 * GROUP) * gl.cdiv(T, BLOCK_M) + start_m // BLOCK_M) * SLOTS + slot
+        mbarrier.wait(ready.index(stage), (j // STAGES) & 1)
+        dp = warpgroup_mma(v_smem, do_bufs.index(stage).permute((1, 0)),
+                           gl.zeros([BLOCK_N, BLOCK_M], gl.float32, s_layout), use_acc=False, is_async=True)
+        dp = warpgroup_mma_wait(num_outstanding=0, deps=(dp,))
+        mbarrier.wait(p_full, j & 1)
+        p = p_smem.load(s_layout)
+        gl.thread_barrier()  # every thread has read P^T before the first may overwrite it
+        mbarrier.arrive(p_empty, count=1)
+        ds = (p * (dp - delta[None, :])).to(gl.bfloat16)
+        tma.store_wait(0)  # the last tile's store has left ds_smem ...
+        gl.thread_barrier()  # ... as every thread now knows
+        ds_smem.store(ds)
+        fence_async_shared()  # the TMA engine reads what the threads wrote
+        gl.thread_barrier()
+        tma.async_copy_shared_to_global(ds_desc, [tile * BLOCK_N, 0], ds_smem)
+        dk = warpgroup_mma(gl.convert_layout(ds, ds_layout, assert_trivial=True), q_bufs.index(stage), dk,
+                           is_async=True)
+        dk = warpgroup_mma_wait(num_outstanding=0, deps=(dk,))
+        mbarrier.arrive(empty.index(stage), count=1)
+    tma.store_wait(0)
+    keys = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
+    at = (keys[:, None] * HKV + kv_head) * D + gl.arange(0, D, layout=gl.SliceLayout(0, acc_layout))[None, :]
+    gl.store(dk_ptr + at, (dk * scale).to(gl.bfloat16), mask=(keys < T)[:, None])
+
+
+@gluon.jit
+def _dkdv_gluon(q_desc, do_desc, k_desc, v_desc, ds_desc, lse_ptr, delta_ptr, doc_ptr, start_ptr, end_ptr, dk_ptr,
+                dv_ptr, T, window, scale, scale_log2, kv_head0, SLOTS, HKV: gl.constexpr, GROUP: gl.constexpr,
+                D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    """_dkdv_tiles with STORE_DS, warp-specialised: the same walk, the same dS tiles."""
+    start_n = gl.program_id(0) * BLOCK_N
+    kv_head = kv_head0 + gl.program_id(1)
+    last = gl.minimum(start_n + BLOCK_N, T) - 1
+    end_m = gl.load(end_ptr + last)
+    if window > 0:
+        end_m = gl.minimum(end_m, last + window)
+    begin_m = start_n - start_n % BLOCK_M
+    n_m = gl.cdiv(end_m - begin_m, BLOCK_M)
+    k_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, D], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, D], v_desc.layout)
+    q_bufs = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_M, D], q_desc.layout)
+    do_bufs = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_M, D], do_desc.layout)
+    # P^T in fp32: each 8-float group of a row moved by the row's index, so the 8 rows one
+    # store instruction of the accumulator layout covers land in different banks.
+    p_smem = gl.allocate_shared_memory(gl.float32, [BLOCK_N, BLOCK_M],
+                                       gl.SwizzledSharedLayout(vec=8, per_phase=1, max_phase=8, order=[1, 0]))
+    ds_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_N, BLOCK_M], ds_desc.layout)
+    kv_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    p_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    p_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_ready, count=1)
+    mbarrier.init(p_full, count=1)
+    mbarrier.init(p_empty, count=1)
+    for stage in gl.static_range(STAGES):
+        mbarrier.init(ready.index(stage), count=1)
+        mbarrier.init(empty.index(stage), count=2)  # both consumers read Q and dO
+    gl.warp_specialize([
+        (_g_scores_dv, (k_smem, q_bufs, do_bufs, p_smem, kv_ready, ready, empty, p_full, p_empty, lse_ptr, doc_ptr,
+                        dv_ptr, start_n, kv_head, begin_m, n_m, T, window, scale_log2, HKV, GROUP, D, BLOCK_M,
+                        BLOCK_N, STAGES)),
+        (_g_grads_dk, (v_smem, q_bufs, do_bufs, p_smem, ds_smem, ds_desc, kv_ready, ready, empty, p_full, p_empty,
+                       delta_ptr, start_ptr, dk_ptr, start_n, kv_head, kv_head0, begin_m, n_m, T, window, scale,
+                       SLOTS, HKV, GROUP, D, BLOCK_M, BLOCK_N, STAGES)),
+        (_g_loader, (q_desc, do_desc, k_desc, v_desc, k_smem, v_smem, q_bufs, do_bufs, kv_ready, ready, empty,
+                     start_n, kv_head, begin_m, n_m, GROUP, D, BLOCK_M, BLOCK_N, STAGES)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+
+
 # The tiles each loop streams (Q and dO for dK/dV, K and V for dQ) by TMA descriptors instead
 # of pointer loads: no address arithmetic in registers, rows past T zero-filled by the copy.
 LOADS_BY_TMA = True
@@ -344,6 +544,16 @@ DS_STORED_MIN_D = 128
 DS_BUFFER_BYTES = 4 << 30
 DS_MIN_CHUNKS = 1
 DS_BY_TMA = True  # the dK/dV kernel's dS tiles written by TMA stores (else from registers)
+# Where dS is stored, dK/dV by the Gluon kernel (_dkdv_gluon) from this head dim up on the GPU:
+# on the H200 it took public-3's dK/dV from 2.11 ms (_dkdv_tiles) to 0.90 ms, and beat it at
+# D = 128 too (docs/results/attention_backward.md).
+GLUON_MIN_D = 128
+# Depth of the Q/dO ring per head dim, inside 227 KiB of shared memory: at D = 256, K and V
+# (64 KiB), two stages of Q and dO (128 KiB), P^T (16 KiB) and a dS^T tile (8 KiB).
+GLUON_STAGES = {64: 4, 128: 3, 256: 2}
+# Registers per thread after setmaxnreg: 2 x 128 x 240 + 128 x 24 = 64512, all a block of 384
+# threads has (as in the chunked_prefill solution); the producer warp needs few.
+CONSUMER_REGS, PRODUCER_REGS = 240, 24
 _SIDE_STREAMS: dict = {}  # one per device, made at its first call
 
 
@@ -454,6 +664,7 @@ def _stored_ds(dkdv_args, k, start, dq, plan, window, scale, common) -> None:
         read = [None] * len(chunks)  # the event each chunk's dQ records once it is done reading
     dkdv_kwargs = dict(LOADS_TMA=LOADS_BY_TMA, STORE_DS=True, DS_TMA=DS_BY_TMA, **common)
     dq_kwargs = dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, **common)
+    gluon_dkdv = dq.device.type != "cpu" and common["D"] >= GLUON_MIN_D
 
     def arguments(buffer, h0):
         return ((*dkdv_args, buffer, t, window, scale, scale * LOG2E, h0, slots, rows),
@@ -469,7 +680,10 @@ def _stored_ds(dkdv_args, k, start, dq, plan, window, scale, common) -> None:
         if beside and i >= 2:
             main.wait_event(read[i - 2])
         dkdv_chunk, dq_chunk = arguments(buffer, h0)
-        _dkdv_ds[(triton.cdiv(t, DS_BLOCK), h1 - h0)](*dkdv_chunk, **dkdv_kwargs)
+        if gluon_dkdv:
+            _launch_dkdv_gluon(dkdv_args, buffer, window, scale, h0, h1, slots, common)
+        else:
+            _dkdv_ds[(triton.cdiv(t, DS_BLOCK), h1 - h0)](*dkdv_chunk, **dkdv_kwargs)
         if beside:
             side.wait_stream(main)
         with torch.cuda.stream(side) if beside else contextlib.nullcontext():
@@ -478,3 +692,23 @@ def _stored_ds(dkdv_args, k, start, dq, plan, window, scale, common) -> None:
                 read[i] = side.record_event()
     if beside:
         main.wait_stream(side)  # as in kernel(): joined before the gradients are read
+
+
+def _launch_dkdv_gluon(dkdv_args, buffer, window, scale, h0, h1, slots, common) -> None:
+    """_dkdv_gluon over KV heads [h0, h1), its dS tiles into ``buffer``."""
+    q, k, v, do, lse, delta, doc, start, end, dk, dv = dkdv_args
+    t, hq, hkv, d = q.shape[0], common["HQ"], common["HKV"], common["D"]
+    if 2 * 128 * CONSUMER_REGS + 128 * PRODUCER_REGS > 64512:
+        raise ValueError("setmaxnreg cannot give the warpgroups more registers than the block has")
+    rows = gl.NVMMASharedLayout.get_default_for([DS_BLOCK, d], gl.bfloat16)
+
+    def by_rows(x, heads):  # [T, heads, D] as [T, heads * D]: one head's tile is a box
+        return TensorDescriptor.from_tensor(x.view(t, heads * d), [DS_BLOCK, d], rows)
+
+    ds_desc = TensorDescriptor.from_tensor(buffer, [DS_BLOCK, DS_BLOCK],
+                                           gl.NVMMASharedLayout.get_default_for([DS_BLOCK, DS_BLOCK], gl.bfloat16))
+    _dkdv_gluon[(triton.cdiv(t, DS_BLOCK), h1 - h0)](
+        by_rows(q, hq), by_rows(do, hq), by_rows(k, hkv), by_rows(v, hkv), ds_desc, lse, delta, doc, start, end, dk,
+        dv, t, window, scale, scale * LOG2E, h0, slots, HKV=hkv, GROUP=common["GROUP"], D=d, BLOCK_M=DS_BLOCK,
+        BLOCK_N=DS_BLOCK, STAGES=GLUON_STAGES[d], CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS,
+        num_warps=4)
