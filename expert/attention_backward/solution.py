@@ -46,8 +46,12 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-# Triton 3.6 (the H200's) names the TMA load async_copy_global_to_shared; later ones async_load.
+# Triton 3.6 (the H200's) names the TMA copies async_copy_global_to_shared and
+# async_copy_shared_to_global; later ones async_load and async_store.
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+# A barrier over the calling partition's threads: thread_barrier in 3.6, barrier later.
+_partition_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
 LOG2E = 1.4426950408889634
 
@@ -418,7 +422,7 @@ def _g_scores_dv(k_smem, q_bufs, do_bufs, p_smem, kv_ready, ready, empty, p_full
             p = gl.where(visible, p, 0.0)
         mbarrier.wait(p_empty, (j & 1) ^ 1)  # the second consumer has read the last P^T
         p_smem.store(p)
-        gl.thread_barrier()  # every thread's part written before the one arrival
+        _partition_barrier()  # every thread's part written before the one arrival
         mbarrier.arrive(p_full, count=1)
         dv = warpgroup_mma(gl.convert_layout(p.to(gl.bfloat16), p_layout, assert_trivial=True), do_bufs.index(stage),
                            dv, is_async=True)
@@ -456,15 +460,15 @@ def _g_grads_dk(v_smem, q_bufs, do_bufs, p_smem, ds_smem, ds_desc, kv_ready, rea
         dp = warpgroup_mma_wait(num_outstanding=0, deps=(dp,))
         mbarrier.wait(p_full, j & 1)
         p = p_smem.load(s_layout)
-        gl.thread_barrier()  # every thread has read P^T before the first may overwrite it
+        _partition_barrier()  # every thread has read P^T before the first may overwrite it
         mbarrier.arrive(p_empty, count=1)
         ds = (p * (dp - delta[None, :])).to(gl.bfloat16)
         tma.store_wait(0)  # the last tile's store has left ds_smem ...
-        gl.thread_barrier()  # ... as every thread now knows
+        _partition_barrier()  # ... as every thread now knows
         ds_smem.store(ds)
         fence_async_shared()  # the TMA engine reads what the threads wrote
-        gl.thread_barrier()
-        tma.async_copy_shared_to_global(ds_desc, [tile * BLOCK_N, 0], ds_smem)
+        _partition_barrier()
+        _tma_store(ds_desc, [tile * BLOCK_N, 0], ds_smem)
         dk = warpgroup_mma(gl.convert_layout(ds, ds_layout, assert_trivial=True), q_bufs.index(stage), dk,
                            is_async=True)
         dk = warpgroup_mma_wait(num_outstanding=0, deps=(dk,))
