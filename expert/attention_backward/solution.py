@@ -1,5 +1,6 @@
-"""Expert-reviewed solution for attention_backward: a FlashAttention-2 style backward in
-Triton that only visits the tiles the mask leaves visible.
+"""Expert-reviewed solution for attention_backward: a FlashAttention-2 style backward that only
+visits the tiles the mask leaves visible; on the H200 its dK/dV kernel is warp-specialised
+Gluon (FlashAttention-3's backward structure), elsewhere the same algorithm in Triton.
 
 Structure it exploits:
 
@@ -14,6 +15,11 @@ Structure it exploits:
   (``LOADS_BY_TMA``): no per-element addresses in registers, rows past T zero-filled.
 * exp2 with the scale folded into log2(e) (one multiply-add per score), lse converted on
   load; delta = rowsum(dO * O) by its own small kernel (no fp32 temporaries in HBM).
+* dK/dV in Gluon (``_dkdv_gluon``, the GPU where dS is stored): K and V stay in shared memory,
+  a producer warp streams Q and dO by TMA, and the four products of a tile pair are split
+  over two consumer warpgroups (S, P and dV in one; dP, dS and dK in the other, P^T handed
+  over in shared memory), so each holds one [64, D] accumulator and one's exponentials run
+  while the other's products do.
 * dQ from stored dS (``DS_STORED``, D >= 128): the dK/dV kernel writes each tile's dS^T (bf16, as its
   own dK product uses it) to a buffer, and a second kernel sums dS K per block of queries:
   5 matmul-sized products per tile pair and one streamed bf16 tile, no fp32 atomics, and

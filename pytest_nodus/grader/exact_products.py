@@ -22,6 +22,7 @@ its plain fp32 twin, and only the hardware's sums are left for the GPU to show.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import torch
@@ -72,12 +73,16 @@ def split_product(x: torch.Tensor, b: torch.Tensor, block: int | None = None) ->
 CROSS_CHECK_LIMIT = 1e-5
 
 
-def cross_checked(fast, plain, what: str, common_scale: bool = False):
-    """``fast`` (a tensor-core reference) where it agrees with ``plain`` (the fp32 FMA one): at
-    each new set of input shapes both run and every output is compared; past
-    CROSS_CHECK_LIMIT, or where ``fast`` raises (a GPU or torch without the products it
-    needs), ``plain`` answers every call from then on and a warning says why. A GPU whose
-    tensor cores sum otherwise than assumed can slow a grade, never change a verdict.
+def cross_checked(fast, plain, what: str, common_scale: bool = False, clock=time.perf_counter):
+    """``fast`` (a tensor-core reference) where it agrees with ``plain`` (the fp32 FMA one) and
+    takes less time: at each new set of input shapes both run, each timed (its GPU work
+    waited for) by ``clock``, and every output is compared; later calls with those shapes take
+    the faster of the two. Past CROSS_CHECK_LIMIT, or where ``fast`` raises (a GPU or torch
+    without the products it needs), ``plain`` answers every call from then on and a warning
+    says why. A GPU whose tensor cores sum otherwise than assumed can slow a grade, never
+    change a verdict. Which is faster depends on the shapes: the tensor-core path splits each
+    fp32 operand into three products, which pays only where the products dominate (the
+    prefill's 128k contexts, tools/probes/exact_references.py).
 
     ``common_scale``: the outputs share units (gradients), and each is compared against the
     largest one's norm. An output that cancels to almost nothing (attention's dQ and dK at a
@@ -85,18 +90,23 @@ def cross_checked(fast, plain, what: str, common_scale: bool = False):
     hardware, and its own norm would call two correct references 100% apart."""
     import warnings
 
-    checked: set = set()
+    faster: dict = {}  # shapes -> True where the tensor-core path took less time
     state = {"fast": True}
+
+    def timed(fn, args, kwargs):
+        start = clock()
+        out = _settled(fn(*args, **kwargs))
+        return out, clock() - start
 
     def reference(*args, **kwargs):
         if not state["fast"]:
             return plain(*args, **kwargs)
         key = (tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args), tuple(sorted(kwargs.items())))
-        if key in checked:
-            return fast(*args, **kwargs)
-        want = plain(*args, **kwargs)
+        if key in faster:
+            return (fast if faster[key] else plain)(*args, **kwargs)
+        want, plain_s = timed(plain, args, kwargs)
         try:
-            got = fast(*args, **kwargs)
+            got, fast_s = timed(fast, args, kwargs)
             distance = _distance(want, got, common_scale)
         except Exception as exc:  # noqa: BLE001 - any failure of the fast path hands over to the plain one
             state["fast"] = False
@@ -109,10 +119,19 @@ def cross_checked(fast, plain, what: str, common_scale: bool = False):
                           f"(limit {CROSS_CHECK_LIMIT:g}); the plain one answers from now on", RuntimeWarning,
                           stacklevel=2)
             return want
-        checked.add(key)
+        faster[key] = fast_s < plain_s
         return got
 
     return reference
+
+
+def _settled(outputs):
+    """``outputs`` once the GPU work behind them is done (a reference's time is its GPU's)."""
+    for t in outputs if isinstance(outputs, tuple) else (outputs,):
+        if isinstance(t, torch.Tensor) and t.is_cuda:
+            torch.cuda.synchronize(t.device)
+            break
+    return outputs
 
 
 def _distance(want, got, common_scale: bool = False) -> float:

@@ -11,12 +11,24 @@ import torch
 from pytest_nodus.grader.exact_products import CROSS_CHECK_LIMIT, cross_checked
 
 
+class Clock:
+    """Seconds that pass only when a Counted function says it took them."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
 class Counted:
-    def __init__(self, fn):
-        self.fn, self.calls = fn, 0
+    def __init__(self, fn, clock=None, seconds=0.0):
+        self.fn, self.calls, self.clock, self.seconds = fn, 0, clock, seconds
 
     def __call__(self, *args, **kwargs):
         self.calls += 1
+        if self.clock is not None:
+            self.clock.now += self.seconds
         return self.fn(*args, **kwargs)
 
 
@@ -24,9 +36,11 @@ def plain_math(x, scale=1.0):
     return (x.double() * scale).float(), x.sum()
 
 
-def test_an_agreeing_fast_reference_answers_after_one_check():
-    plain, fast = Counted(plain_math), Counted(lambda x, scale=1.0: (x * scale, x.sum()))
-    reference = cross_checked(fast, plain, "test")
+def test_an_agreeing_faster_reference_answers_after_one_check():
+    clock = Clock()
+    plain = Counted(plain_math, clock, seconds=2.0)
+    fast = Counted(lambda x, scale=1.0: (x * scale, x.sum()), clock, seconds=1.0)
+    reference = cross_checked(fast, plain, "test", clock=clock)
     x = torch.randn(8, 4)
     for _ in range(3):
         reference(x)
