@@ -33,7 +33,7 @@
 #                                        # and the KV-head chunks, every timed sealed size (kernel_profile)
 #   bash tools/gpu_check.sh prefill_gluon  # chunked_prefill: the solution (Gluon at D >= 128) against cuDNN
 #                                        # at every sealed size (PREFILL_SIZES), then profiled and swept
-#                                        # (PREFILL_GLUON_VALUES: ping-pong, Gluon at D = 64, the overlap off)
+#                                        # (PREFILL_GLUON_VALUES: Gluon at D = 64, the overlap off)
 #   bash tools/gpu_check.sh attention_dq   # attention solution: every tile candidate of the split pair's two kernels,
 #                                        # every sealed size (tools/probes/attention_tiles.py)
 #   bash tools/gpu_check.sh moe_tiles      # moe_experts solution: per-kernel profile and _config candidates
@@ -205,8 +205,8 @@ for MODE in "${@:-quick}"; do
   prefill_gluon)
     # The prefill solution's kernels: cuDNN against the solution as shipped at every size of
     # PREFILL_SIZES under a limit of its own (a barrier mistake hangs the GPU, not the host),
-    # then profiled and swept (PREFILL_GLUON_VALUES: the consumers' ping-pong, the Gluon kernel
-    # at D = 64 too, the overlap off; GLUON_MIN_D=512 times the Triton kernel everywhere), each
+    # then profiled and swept (PREFILL_GLUON_VALUES: the Gluon kernel at D = 64 too, the
+    # overlap off; GLUON_MIN_D=512 times the Triton kernel everywhere), each
     # output checked against cuDNN's.
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     sizes=${PREFILL_SIZES:-public-0,public-1,public-2,public-3,public-4,hidden-0,hidden-1,hidden-2,hidden-3,hidden-4}
@@ -215,7 +215,7 @@ for MODE in "${@:-quick}"; do
       tee "$WORK/prefill_gluon_bench.txt" &&
     timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 tools/probes/kernel_profile.py chunked_prefill \
       --sealed sealed_fixtures --reps 5 --kernels expert,solution --only $sizes --sweep '*' \
-      --values "${PREFILL_GLUON_VALUES:-PINGPONG=True;GLUON_MIN_D=64;PINGPONG=True & GLUON_MIN_D=64;OVERLAP=False}" 2>&1 |
+      --values "${PREFILL_GLUON_VALUES:-GLUON_MIN_D=64;OVERLAP=False}" 2>&1 |
       tee "$WORK/prefill_gluon.txt" ;;
   attention_dq)
     left=$(( NODUS_DEADLINE - $(date +%s) ))

@@ -58,10 +58,6 @@ PRODUCER_REGS = 24
 # tile i's P V in flight while tile i + 1's softmax runs, so the tensor cores never wait on the
 # exponentials; faster at every D >= 128 sealed size on the H200 (docs/results/chunked_prefill.md).
 OVERLAP = True
-# FlashAttention-3's ping-pong (with OVERLAP): the two consumers take turns to issue their
-# products, so the tensor cores run one's while the other's softmax runs. Off until the H200
-# has timed it (tools/gpu_check.sh prefill_gluon, PREFILL_GLUON_VALUES=PINGPONG=True).
-PINGPONG = False
 # Per head dim, (BLOCK_N, stages): keys per tile and the depth of the K and V rings, inside
 # 227 KiB of shared memory with Q's [128, D] tile (D = 256: 64 KiB of Q and 2 x 2 x 32 KiB of
 # K and V stages).
@@ -231,29 +227,14 @@ def _issue_pv(acc, p, v_tile, p_layout: gl.constexpr):
 
 
 @gluon.jit
-def _take_turn(turns, HALF: gl.constexpr, n, PINGPONG: gl.constexpr):
-    """Wait until the other consumer has issued its products of turn ``n`` (consumer 0 goes
-    first: a fresh barrier counts as having completed the phase before its first)."""
-    if PINGPONG:
-        mbarrier.wait(turns.index(HALF), (n & 1) ^ (1 - HALF))
-
-
-@gluon.jit
-def _give_turn(turns, HALF: gl.constexpr, PINGPONG: gl.constexpr):
-    if PINGPONG:
-        mbarrier.arrive(turns.index(1 - HALF), count=1)
-
-
-@gluon.jit
-def _attend(q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, turns, q0, q1, start, first, end,
+def _attend(q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, q0, q1, start, first, end,
             kv_head, scale_log2, HALF: gl.constexpr, HQ: gl.constexpr, GROUP: gl.constexpr, GROUP_P2: gl.constexpr,
             D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-            OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+            OVERLAP: gl.constexpr):
     """One consumer warpgroup: rows HALF * 64 .. + 64 of the block (block row r is query head
     r // TOKENS of the group at token r % TOKENS) against keys [0, end), its output written
     through pointers. The two consumers share the rings: each hands a stage back with its own
-    arrival (``*_empty`` count two). With ``PINGPONG`` they also take turns to issue their
-    products (``turns``), so one's softmax runs while the other's products do."""
+    arrival (``*_empty`` count two)."""
     ROWS: gl.constexpr = 64
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
@@ -292,12 +273,8 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, tu
         # registers while any product is in flight (ptxas then serialises every wgmma of the
         # kernel, its warning C7514), so the output's rescale waits for P V to end. The last
         # tile, with no successor to overlap, is peeled off the loop: each wait has a fixed count.
-        # Turn n (with PINGPONG) covers the products issued for tile n: S_0 first, then S of
-        # tile i + 1 with P V of tile i, then the last P V: tiles + 1 turns for each consumer.
         mbarrier.wait(k_ready.index(0), 0)
-        _take_turn(turns, HALF, 0, PINGPONG)
         s = _issue_scores(q_smem, k_bufs.index(0), ROWS, BLOCK_N, s_layout)
-        _give_turn(turns, HALF, PINGPONG)
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
         mbarrier.arrive(k_empty.index(0), count=1)
         p, alpha, m_i, l_i = _softmax_step(s * scale_log2, m_i, l_i, 0, unmasked_end, end, position, BLOCK_N,
@@ -305,11 +282,9 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, tu
         for i in range(tiles - 1):
             stage, following = i % STAGES, (i + 1) % STAGES
             mbarrier.wait(k_ready.index(following), ((i + 1) // STAGES) & 1)
-            _take_turn(turns, HALF, i + 1, PINGPONG)
             s_next = _issue_scores(q_smem, k_bufs.index(following), ROWS, BLOCK_N, s_layout)
             mbarrier.wait(v_ready.index(stage), (i // STAGES) & 1)  # loaded just after tile i's K
             acc = _issue_pv(acc, p, v_bufs.index(stage), p_layout)
-            _give_turn(turns, HALF, PINGPONG)
             s = warpgroup_mma_wait(num_outstanding=1, deps=(s_next,))  # S of tile i + 1; P V still runs
             mbarrier.arrive(k_empty.index(following), count=1)
             p, alpha, m_i, l_i = _softmax_step(s * scale_log2, m_i, l_i, (i + 1) * BLOCK_N, unmasked_end, end,
@@ -319,9 +294,7 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, tu
             acc = acc * gl.convert_layout(alpha, rows_o)[:, None]
         last = tiles - 1
         mbarrier.wait(v_ready.index(last % STAGES), (last // STAGES) & 1)
-        _take_turn(turns, HALF, tiles, PINGPONG)
         acc = _issue_pv(acc, p, v_bufs.index(last % STAGES), p_layout)
-        _give_turn(turns, HALF, PINGPONG)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         mbarrier.arrive(v_empty.index(last % STAGES), count=1)
     else:
@@ -346,7 +319,7 @@ def _attend(q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, tu
 def _prefill_gluon(q_ptr, k_desc, v_desc, table_ptr, seqlens_ptr, cu_ptr, item_seq_ptr, item_start_ptr, o_ptr, items_ptr,
              table_width, scale_log2, HQ: gl.constexpr, HKV: gl.constexpr, GROUP: gl.constexpr,
              GROUP_P2: gl.constexpr, D: gl.constexpr, PAGE: gl.constexpr, BLOCK_M: gl.constexpr,
-             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
              CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     item = gl.program_id(0)
     if item < gl.load(items_ptr):  # the grid has room for the most blocks a split can need
@@ -369,17 +342,12 @@ def _prefill_gluon(q_ptr, k_desc, v_desc, table_ptr, seqlens_ptr, cu_ptr, item_s
             mbarrier.init(v_ready.index(stage), count=1)
             mbarrier.init(k_empty.index(stage), count=2)  # one arrival per consumer warpgroup
             mbarrier.init(v_empty.index(stage), count=2)
-        turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())  # consumer 0's, 1's
-        for half in gl.static_range(2):
-            mbarrier.init(turns.index(half), count=1)
         gl.warp_specialize([
             # The default partition (this kernel's 4 warps) takes the block's first 64 rows.
-            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, turns, q0, q1, start,
-                       first, end, kv_head, scale_log2, 0, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP,
-                       PINGPONG)),
-            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, turns, q0, q1, start,
-                       first, end, kv_head, scale_log2, 1, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP,
-                       PINGPONG)),
+            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, q0, q1, start,
+                       first, end, kv_head, scale_log2, 0, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP)),
+            (_attend, (q_ptr, o_ptr, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, q0, q1, start,
+                       first, end, kv_head, scale_log2, 1, HQ, GROUP, GROUP_P2, D, BLOCK_M, BLOCK_N, STAGES, OVERLAP)),
             (_loader, (k_desc, v_desc, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                        table_ptr + seq * table_width, kv_head, end, HKV, PAGE, BLOCK_N, STAGES)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -436,7 +404,7 @@ def _launch_gluon(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q,
     _prefill_gluon[(most, hkv)](q, k_desc, v_desc, block_table, cache_seqlens, cu_seqlens_q, item_seq, item_start, o,
                                 count, block_table.shape[1], float(softmax_scale) * 1.4426950408889634, HQ=hq,
                                 HKV=hkv, GROUP=group, GROUP_P2=group_p2, D=d, PAGE=page, BLOCK_M=BLOCK_M,
-                                BLOCK_N=block_n, STAGES=stages, OVERLAP=OVERLAP, PINGPONG=OVERLAP and PINGPONG,
+                                BLOCK_N=block_n, STAGES=stages, OVERLAP=OVERLAP,
                                 CONSUMER_REGS=CONSUMER_REGS,
                                 PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
     return o

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.grade
 SIZES = ("public-0", "public-1", "public-3", "public-4", "hidden-2")  # D >= 128; hidden-2: 128-key pages, 64-key tiles
 
 
-# The kernel as shipped (overlap on), without the overlap, and with the two consumers' ping-pong.
-SETTINGS = {"shipped": (), "one_product_at_a_time": ("OVERLAP=False",), "pingpong": ("PINGPONG=True",)}
+# The kernel as shipped (overlap on) and without the overlap.
+SETTINGS = {"shipped": (), "one_product_at_a_time": ("OVERLAP=False",)}
 
 
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
