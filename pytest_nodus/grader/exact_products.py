@@ -71,6 +71,18 @@ def split_product(x: torch.Tensor, b: torch.Tensor, block: int | None = None) ->
 # the plain one answers from then on: normwise, where the two agree to 1e-7-3e-7 on the CPU
 # (tools/probes/exact_references.py) and every environment's tolerance is 6e-3 or wider.
 CROSS_CHECK_LIMIT = 1e-5
+# The paths ("tensor_cores", "plain") whose outputs answered cross-checked references since
+# the grader last asked (answered()): it records them per size, so a grade says which
+# reference its verdicts stand on.
+_ANSWERED: list[str] = []
+
+
+def answered() -> list[str]:
+    """The paths that answered since the last call, sorted, once each (empty where no
+    reference was cross-checked), and forget them."""
+    paths = sorted(set(_ANSWERED))
+    _ANSWERED.clear()
+    return paths
 
 
 def cross_checked(fast, plain, what: str, common_scale: bool = False, clock=time.perf_counter):
@@ -93,6 +105,10 @@ def cross_checked(fast, plain, what: str, common_scale: bool = False, clock=time
     faster: dict = {}  # shapes -> True where the tensor-core path took less time
     state = {"fast": True}
 
+    def answer(path, outputs):
+        _ANSWERED.append(path)
+        return outputs
+
     def timed(fn, args, kwargs):
         start = clock()
         out = _settled(fn(*args, **kwargs))
@@ -100,10 +116,12 @@ def cross_checked(fast, plain, what: str, common_scale: bool = False, clock=time
 
     def reference(*args, **kwargs):
         if not state["fast"]:
-            return plain(*args, **kwargs)
+            return answer("plain", plain(*args, **kwargs))
         key = (tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args), tuple(sorted(kwargs.items())))
+        if key in faster and faster[key]:
+            return answer("tensor_cores", fast(*args, **kwargs))
         if key in faster:
-            return (fast if faster[key] else plain)(*args, **kwargs)
+            return answer("plain", plain(*args, **kwargs))
         want, plain_s = timed(plain, args, kwargs)
         try:
             got, fast_s = timed(fast, args, kwargs)
@@ -112,15 +130,15 @@ def cross_checked(fast, plain, what: str, common_scale: bool = False, clock=time
             state["fast"] = False
             warnings.warn(f"{what}: the tensor-core reference failed ({type(exc).__name__}: {exc}); "
                           "the plain fp32 one answers from now on", RuntimeWarning, stacklevel=2)
-            return want
+            return answer("plain", want)
         if not distance <= CROSS_CHECK_LIMIT:
             state["fast"] = False
             warnings.warn(f"{what}: the tensor-core reference is {distance:.2e} from the plain fp32 one "
                           f"(limit {CROSS_CHECK_LIMIT:g}); the plain one answers from now on", RuntimeWarning,
                           stacklevel=2)
-            return want
+            return answer("plain", want)
         faster[key] = fast_s < plain_s
-        return got
+        return answer("tensor_cores", got)
 
     return reference
 

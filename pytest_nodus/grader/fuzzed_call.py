@@ -73,7 +73,7 @@ def _check(grader, env: Environment, dims: dict, size_label: str, rerun: int, re
                 fresh = inputs.make_inputs(env, dims, inputs.call_seed(grader.grade_seed, size_label, rerun),
                                            grader.torch_device)
             with phases.timed(shared.phases, "reference"):
-                references = inputs.reference(env, fresh, grader.torch_device)
+                references = inputs.reference(env, fresh, grader.torch_device, shared)
         try:
             grader.call(env, sandbox, dims, fresh, references, result, role, timed=False)
             result.calls = 1

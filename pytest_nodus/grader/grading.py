@@ -158,7 +158,7 @@ class Grader:
             raise SandboxFailure("error", "raised", f"the kernel raised {raised}")
         if references is None:
             with phases.timed(result.phases, "reference"):
-                references = inputs.reference(env, fresh, self.torch_device)
+                references = inputs.reference(env, fresh, self.torch_device, result)
         with phases.timed(result.phases, "verification_inputs"):
             mutated = checks.mutated_inputs(slot, fresh)
         for name in mutated:

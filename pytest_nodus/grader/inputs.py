@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pytest_nodus.grader import exact_products
 from pytest_nodus.shared import arena as layout
 
 
@@ -46,10 +47,14 @@ def make_inputs(env, dims, seed: int, device: torch.device) -> dict[str, Any]:
     return fresh
 
 
-def reference(env, fresh: dict[str, Any], device: torch.device | str):
-    """The environment's reference outputs for ``fresh``, their GPU work finished (see settle)."""
+def reference(env, fresh: dict[str, Any], device: torch.device | str, result=None):
+    """The environment's reference outputs for ``fresh``, their GPU work finished (see settle);
+    ``result`` (a SizeResult) records which cross-checked path answered."""
+    exact_products.answered()  # what answered before this call is not this size's
     references = env.reference(fresh)
     settle(device)
+    if result is not None:
+        result.note_reference(exact_products.answered())
     return references
 
 

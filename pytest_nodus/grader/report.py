@@ -14,14 +14,14 @@ from typing import Any
 
 from pytest_nodus.grader import phases, reward
 
-SCHEMA_VERSION = "2.4"
+SCHEMA_VERSION = "2.5"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
 
 _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms",
                 "t_submission_iqr_ms", "t_expert_iqr_ms", "t_submission_grader_ms", "overhead_ms", "submission_overhead_ms", "speedup", "throughput", "throughput_unit",
                 "expert_error", "t_baselines_ms", "baseline_errors", "baseline_notes", "calls", "calls_with_children", "idle_work_ms",
                 "contended_rounds", "gpu_reserved_gib", "timed_calls",
-                "kernels", "waived_flags", "device", "phases")
+                "kernels", "waived_flags", "device", "phases", "reference_paths")
 
 
 def build_grade(results: list[dict], meta: dict[str, Any], reruns: int) -> dict[str, Any]:

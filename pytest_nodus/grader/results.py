@@ -63,6 +63,9 @@ class SizeResult:
     # --nodus-trusted only: forbidden-kernel findings kept for the record, not scored.
     waived_flags: list[dict] | None = None
     phases: dict = field(default_factory=dict)  # where this size's wall time went, ms (grader/phases.py)
+    # Which of a cross-checked reference's paths answered this size's calls ("plain",
+    # "tensor_cores"; grader/exact_products.py); None where the reference is not cross-checked.
+    reference_paths: list[str] | None = None
 
     @property
     def timed(self) -> bool:
@@ -99,6 +102,11 @@ class SizeResult:
         self.baseline_errors, self.baseline_notes = shared.baseline_errors, shared.baseline_notes
         self.contended_rounds = shared.contended_rounds
         self.gpu_reserved_gib = shared.gpu_reserved_gib
+        self.note_reference(shared.reference_paths or [])
+
+    def note_reference(self, paths: list[str]) -> None:
+        if paths:
+            self.reference_paths = sorted(set(self.reference_paths or []) | set(paths))
 
     def note_error(self, error: float, limit: float) -> bool:
         """Keep the worst error seen (relative to its tolerance) over all calls and outputs;
