@@ -555,8 +555,8 @@ DS_BUFFER_BYTES = 4 << 30
 DS_MIN_CHUNKS = 1
 DS_BY_TMA = True  # the dK/dV kernel's dS tiles written by TMA stores (else from registers)
 # Where dS is stored, dK/dV by the Gluon kernel (_dkdv_gluon) from this head dim up on the GPU:
-# on the H200 it took public-3's dK/dV from 2.11 ms (_dkdv_tiles) to 0.90 ms, and beat it at
-# D = 128 too (docs/results/attention_backward.md).
+# faster than _dkdv_tiles at every D >= 128 size timed on the H200, by about twice at D = 256
+# (docs/results/attention_backward.md).
 GLUON_MIN_D = 128
 # Depth of the Q/dO ring per head dim, inside 227 KiB of shared memory: at D = 256, K and V
 # (64 KiB), two stages of Q and dO (128 KiB), P^T (16 KiB) and a dS^T tile (8 KiB).
