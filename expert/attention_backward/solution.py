@@ -378,6 +378,15 @@ def _g_visit(j, n_m, begin_m, kv_head, GROUP: gl.constexpr, BLOCK_M: gl.constexp
 
 
 @gluon.jit
+def _g_store_keys(ptr, acc, start_n, kv_head, T, HKV: gl.constexpr, D: gl.constexpr, BLOCK_N: gl.constexpr,
+                  acc_layout: gl.constexpr):
+    """A [BLOCK_N, D] accumulator as bf16 rows of one KV head of a [T, HKV, D] gradient."""
+    keys = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
+    at = (keys[:, None] * HKV + kv_head) * D + gl.arange(0, D, layout=gl.SliceLayout(0, acc_layout))[None, :]
+    gl.store(ptr + at, acc.to(gl.bfloat16), mask=(keys < T)[:, None])
+
+
+@gluon.jit
 def _g_loader(q_desc, do_desc, k_desc, v_desc, k_smem, v_smem, q_bufs, do_bufs, kv_ready, ready, empty, start_n,
               kv_head, begin_m, n_m, GROUP: gl.constexpr, D: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
@@ -399,13 +408,10 @@ def _g_loader(q_desc, do_desc, k_desc, v_desc, k_smem, v_smem, q_bufs, do_bufs, 
 @gluon.jit
 def _g_scores_dv(k_smem, q_bufs, do_bufs, p_smem, kv_ready, ready, empty, p_full, p_empty, lse_ptr, doc_ptr, dv_ptr,
                  start_n, kv_head, begin_m, n_m, T, window, scale_log2, HKV: gl.constexpr, GROUP: gl.constexpr,
-                 D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+                 D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                 s_layout: gl.constexpr, acc_layout: gl.constexpr):
     """First consumer: P^T of every visit (masked where the tile needs it) into ``p_smem`` for
     the second, and dV += P^T dO; dV written at the end."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_M, 16])
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, D, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_layout))
     col_doc = gl.load(doc_ptr + cols, mask=cols < T, other=-1)
@@ -434,22 +440,16 @@ def _g_scores_dv(k_smem, q_bufs, do_bufs, p_smem, kv_ready, ready, empty, p_full
                            dv, is_async=True)
         dv = warpgroup_mma_wait(num_outstanding=0, deps=(dv,))
         mbarrier.arrive(empty.index(stage), count=1)
-    keys = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
-    at = (keys[:, None] * HKV + kv_head) * D + gl.arange(0, D, layout=gl.SliceLayout(0, acc_layout))[None, :]
-    gl.store(dv_ptr + at, dv.to(gl.bfloat16), mask=(keys < T)[:, None])
+    _g_store_keys(dv_ptr, dv, start_n, kv_head, T, HKV, D, BLOCK_N, acc_layout)
 
 
 @gluon.jit
 def _g_grads_dk(v_smem, q_bufs, do_bufs, p_smem, ds_smem, ds_desc, kv_ready, ready, empty, p_full, p_empty, delta_ptr,
                 start_ptr, dk_ptr, start_n, kv_head, kv_head0, begin_m, n_m, T, window, scale, SLOTS,
                 HKV: gl.constexpr, GROUP: gl.constexpr, D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                STAGES: gl.constexpr):
+                STAGES: gl.constexpr, s_layout: gl.constexpr, acc_layout: gl.constexpr):
     """Second consumer: dP^T = V dO^T, dS^T = P^T (dP^T - delta), stored to its tile of the dS
     buffer (_ds_tile) and dK += dS^T Q; dK written at the end, scaled."""
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_M, 16])
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, D, 16])
     ds_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     dk = gl.zeros([BLOCK_N, D], gl.float32, acc_layout)
     mbarrier.wait(kv_ready, 0)
@@ -480,9 +480,7 @@ def _g_grads_dk(v_smem, q_bufs, do_bufs, p_smem, ds_smem, ds_desc, kv_ready, rea
         dk = warpgroup_mma_wait(num_outstanding=0, deps=(dk,))
         mbarrier.arrive(empty.index(stage), count=1)
     tma.store_wait(0)
-    keys = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
-    at = (keys[:, None] * HKV + kv_head) * D + gl.arange(0, D, layout=gl.SliceLayout(0, acc_layout))[None, :]
-    gl.store(dk_ptr + at, (dk * scale).to(gl.bfloat16), mask=(keys < T)[:, None])
+    _g_store_keys(dk_ptr, dk * scale, start_n, kv_head, T, HKV, D, BLOCK_N, acc_layout)
 
 
 @gluon.jit
@@ -519,13 +517,19 @@ def _dkdv_gluon(q_desc, do_desc, k_desc, v_desc, ds_desc, lse_ptr, delta_ptr, do
     for stage in gl.static_range(STAGES):
         mbarrier.init(ready.index(stage), count=1)
         mbarrier.init(empty.index(stage), count=2)  # both consumers read Q and dO
+    # Both consumers' layouts: scores [BLOCK_N, BLOCK_M] and accumulators [BLOCK_N, D] of one
+    # warpgroup's wgmma, so P^T and dS^T pass to the next product in registers as they are.
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_M, 16])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, D, 16])
     gl.warp_specialize([
         (_g_scores_dv, (k_smem, q_bufs, do_bufs, p_smem, kv_ready, ready, empty, p_full, p_empty, lse_ptr, doc_ptr,
                         dv_ptr, start_n, kv_head, begin_m, n_m, T, window, scale_log2, HKV, GROUP, D, BLOCK_M,
-                        BLOCK_N, STAGES)),
+                        BLOCK_N, STAGES, s_layout, acc_layout)),
         (_g_grads_dk, (v_smem, q_bufs, do_bufs, p_smem, ds_smem, ds_desc, kv_ready, ready, empty, p_full, p_empty,
                        delta_ptr, start_ptr, dk_ptr, start_n, kv_head, kv_head0, begin_m, n_m, T, window, scale,
-                       SLOTS, HKV, GROUP, D, BLOCK_M, BLOCK_N, STAGES)),
+                       SLOTS, HKV, GROUP, D, BLOCK_M, BLOCK_N, STAGES, s_layout, acc_layout)),
         (_g_loader, (q_desc, do_desc, k_desc, v_desc, k_smem, v_smem, q_bufs, do_bufs, kv_ready, ready, empty,
                      start_n, kv_head, begin_m, n_m, GROUP, D, BLOCK_M, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -555,8 +559,8 @@ DS_BUFFER_BYTES = 4 << 30
 DS_MIN_CHUNKS = 1
 DS_BY_TMA = True  # the dK/dV kernel's dS tiles written by TMA stores (else from registers)
 # Where dS is stored, dK/dV by the Gluon kernel (_dkdv_gluon) from this head dim up on the GPU:
-# faster than _dkdv_tiles at every D >= 128 size timed on the H200, by about twice at D = 256
-# (docs/results/attention_backward.md).
+# there its two warpgroups each hold one accumulator, where _dkdv_tiles's one set of warps
+# holds both and runs short of registers at D = 256 (timings: docs/results/attention_backward.md).
 GLUON_MIN_D = 128
 # Depth of the Q/dO ring per head dim, inside 227 KiB of shared memory: at D = 256, K and V
 # (64 KiB), two stages of Q and dO (128 KiB), P^T (16 KiB) and a dS^T tile (8 KiB).
