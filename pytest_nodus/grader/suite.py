@@ -18,7 +18,7 @@ import itertools
 
 import pytest
 
-from pytest_nodus.grader import reward
+from pytest_nodus.grader import phases, reward
 from pytest_nodus.grader.results import SizeResult
 
 GRADED_MARKER = "nodus_graded"  # the tests whose verdicts make the grade
@@ -93,7 +93,8 @@ class GradeRunner:
             codes = {f["code"] for f in result.flags}
             if result.status in ("wrong", "error") and size.kind == "public" and not self.options.sealed \
                     and codes <= SHRINKABLE:
-                smallest = self._shrink(env, size.dims, rerun, attempt)
+                with phases.timed(result.phases, "shrink"):
+                    smallest = self._smallest_failing(env, size.dims, rerun, attempt)
                 if smallest is not None and smallest != dict(size.dims):
                     result.flags.append({"size": result.id, "code": "smallest_failing_size",
                                          "detail": f"also fails at {smallest} (shrunk)"})
@@ -105,6 +106,14 @@ class GradeRunner:
         Never in a batch: one attempt's failure says nothing of the others'."""
         for code in sorted(codes & set(STOPS_THE_GRADE)):
             self.node.session.shouldstop = STOPS_THE_GRADE[code]
+
+    def _smallest_failing(self, env, dims, rerun, attempt: int) -> dict | None:
+        """The attempt's smallest failing size: shrunk from ``dims`` at its first failing
+        public size, the same answer at every later one (``Grader.smallest_failing``)."""
+        role = self.grader.roles[attempt]
+        if role not in self.grader.smallest_failing:
+            self.grader.smallest_failing[role] = self._shrink(env, dims, rerun, attempt)
+        return self.grader.smallest_failing[role]
 
     def _shrink(self, env, dims, rerun, attempt: int):
         counter = itertools.count(10_000)
