@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from env_suites.chunked_prefill import exact_pieces, reference
+from env_suites.chunked_prefill import exact_pieces, fused_reference, reference
 from pytest_nodus.grader.exact_products import cross_checked
 from pytest_nodus import (ATTENTION_LIBRARIES, Choice, Contract, Cost, Environment, IntRange, Normwise, Profile,
                           ScalarSpec, SizeDomain, TensorSpec)
@@ -20,9 +20,11 @@ EXPERT = Path(__file__).resolve().parents[2] / "expert" / "chunked_prefill"
 _ARGUMENTS = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens", "cu_seqlens_q", "softmax_scale")
 
 
-# On a GPU the reference's products run on tensor cores, exactly (exact_pieces.py), checked
-# against the plain fp32 reference at each new size's first call.
-_ON_TENSOR_CORES = cross_checked(exact_pieces.attention, reference.attention, "chunked_prefill's reference")
+# On a GPU the reference is one kernel with its products on tensor cores, exactly
+# (fused_reference.py), checked against the plain fp32 reference at each new size's first
+# call; each shape keeps the faster of the two.
+_ON_TENSOR_CORES = cross_checked(fused_reference.attention, reference.attention, "chunked_prefill's reference",
+                                 compiles=True)
 
 
 def _reference(inputs: dict):
