@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from env_suites.chunked_prefill import exact_pieces, fused_reference, reference
+from env_suites.chunked_prefill import fused_reference, reference
 from pytest_nodus.grader.exact_products import cross_checked
 from pytest_nodus import (ATTENTION_LIBRARIES, Choice, Contract, Cost, Environment, IntRange, Normwise, Profile,
                           ScalarSpec, SizeDomain, TensorSpec)
@@ -28,7 +28,7 @@ _ON_TENSOR_CORES = cross_checked(fused_reference.attention, reference.attention,
 
 
 def _reference(inputs: dict):
-    return _ON_TENSOR_CORES if inputs["q"].is_cuda and exact_pieces.ON_CUDA else reference.attention
+    return _ON_TENSOR_CORES if inputs["q"].is_cuda and fused_reference.ON_CUDA else reference.attention
 
 
 def attention(inputs: dict):

@@ -18,8 +18,8 @@ chunk of query rows, the scores of each KV head's query-head group against the k
 can see. The largest temporaries are ``Hq x rows x keys`` fp32 (about four alive at once);
 rows shrink so those stay under ``BUDGET_BYTES`` (1 GiB): at L = 131072 and Hq = 32 that is
 16 rows per chunk, and the gathered keys and values of one sequence add 2 x L x Hkv x D x 4 B
-(1 GiB at Hkv = 8, D = 128). ``exact_pieces.py`` is the same reference with its products on
-tensor cores, exactly.
+(1 GiB at Hkv = 8, D = 128). ``fused_reference.py`` is the same reference as one kernel with its
+products on tensor cores, exactly.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
-"""The plain fp32 references against the tensor-core ones (``exact_pieces``: bf16 operands,
-exact products, fp32 sums over blocks), per size: how far apart they are and what each costs.
+"""The plain fp32 references against the tensor-core ones (bf16 operands, exact products, fp32
+sums over blocks: attention_backward's ``exact_pieces``, chunked_prefill's ``fused_reference``),
+per size: how far apart they are and what each costs.
 
     python3 tools/probes/exact_references.py ENV [--sealed sealed_fixtures] [--only public-1,hidden-4] [--cpu]
-        [--require 1e-5] [--fused]
+        [--require 1e-5]
 
-``--fused`` (chunked_prefill): the tensor-core path is ``fused_reference`` (one kernel, the
-grader's on a GPU) instead of ``exact_pieces``; with ``--cpu`` it runs in Triton's
-interpreter.
+With ``--cpu`` chunked_prefill's kernel runs in Triton's interpreter.
 
 ENV is chunked_prefill (its reference) or attention_backward (its inputs' forward and its
 gradients). Per size (the GPU's public and hidden sizes; ``--cpu``: the CPU profile's on this
@@ -38,10 +37,11 @@ ATTENTION = ("q", "k", "v", "cu_seqlens", "window", "softmax_scale")
 GRADIENTS = ("q", "k", "v", "o", "do", "cu_seqlens", "window", "softmax_scale")
 
 
-def paths(env_name: str, inputs: dict, fused: bool = False):
+def paths(env_name: str, inputs: dict):
     """(plain, exact): callables of no argument, each returning a tuple of fp32 outputs."""
     reference = importlib.import_module(f"env_suites.{env_name}.reference")
-    exact = importlib.import_module(f"env_suites.{env_name}.{'fused_reference' if fused else 'exact_pieces'}")
+    exact_path = "fused_reference" if env_name == "chunked_prefill" else "exact_pieces"
+    exact = importlib.import_module(f"env_suites.{env_name}.{exact_path}")
     if env_name == "chunked_prefill":
         args = [inputs[n] for n in PREFILL]
         return (lambda: (reference.attention(*args),)), (lambda: (exact.attention(*args),))
@@ -74,11 +74,8 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--require", type=float)
-    parser.add_argument("--fused", action="store_true")
     args = parser.parse_args()
-    if args.fused and args.env != "chunked_prefill":
-        parser.error("--fused: chunked_prefill only")
-    if args.fused and args.cpu:
+    if args.env == "chunked_prefill" and args.cpu:
         # Before anything imports the kernel: Triton picks the interpreter as it decorates,
         # and the interpreter needs the sandbox's bf16 fix (sandbox/triton_interpreter.py).
         import os
@@ -99,7 +96,7 @@ def main() -> None:
         if only and label not in only:
             continue
         inputs = env.make_inputs(dims, torch.Generator(device=device).manual_seed(args.seed), device)
-        plain_fn, exact_fn = paths(args.env, inputs, args.fused)
+        plain_fn, exact_fn = paths(args.env, inputs)
         plain, plain_s, plain_gib = timed(plain_fn, device)
         exact, exact_s, exact_gib = timed(exact_fn, device)
         normwise = max(float((b - a).norm() / a.norm()) for a, b in zip(plain, exact) if a.norm() > 0)
