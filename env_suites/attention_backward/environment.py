@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import torch
 
-from env_suites.attention_backward import exact_pieces, reference
+from env_suites.attention_backward import fused_reference, reference
 from pytest_nodus.grader.exact_products import cross_checked
 from pytest_nodus import (ATTENTION_LIBRARIES, Choice, Contract, Cost, Environment, IntRange, Normwise, Profile,
                           ScalarSpec, SizeDomain, TensorSpec)
@@ -53,16 +53,18 @@ def make_inputs(dims, generator: torch.Generator, device: torch.device) -> dict:
             "max_seqlen": max(lengths), "window": window, "softmax_scale": scale}
 
 
-# On a GPU the references' products run on tensor cores, exactly (exact_pieces.py), each
-# checked against the plain fp32 one at each new size's first call.
+# On a GPU the references are Triton kernels with their products on tensor cores, exactly
+# (fused_reference.py), each checked against the plain fp32 one at each new size's first
+# call; each shape keeps the faster of the two.
 _ON_TENSOR_CORES = SimpleNamespace(
-    forward=cross_checked(exact_pieces.forward, reference.forward, "attention_backward's forward"),
-    backward=cross_checked(exact_pieces.backward, reference.backward, "attention_backward's reference",
-                           common_scale=True))
+    forward=cross_checked(fused_reference.forward, reference.forward, "attention_backward's forward",
+                          compiles=True),
+    backward=cross_checked(fused_reference.backward, reference.backward, "attention_backward's reference",
+                           common_scale=True, compiles=True))
 
 
 def _math(q: torch.Tensor):
-    return _ON_TENSOR_CORES if q.is_cuda and exact_pieces.ON_CUDA else reference
+    return _ON_TENSOR_CORES if q.is_cuda and fused_reference.ON_CUDA else reference
 
 
 def reference_gradients(inputs: dict) -> tuple[torch.Tensor, ...]:

@@ -7,7 +7,7 @@ and cuDNN do: the gradient is the one of the forward that produced ``o``. With t
 fp32 output instead, a window of 1 (or a one-token document) has exactly zero dQ and dK,
 and every kernel that uses the given ``o`` would be infinitely wrong relative to zero.
 Returns dq, dk, dv in fp32 (dk, dv summed over each KV group's query heads).
-``exact_pieces.py`` is the same math with its products on tensor cores, exactly.
+``fused_reference.py`` is the same math as Triton kernels, its products on tensor cores, exactly.
 
 Memory: queries are processed in chunks of rows per document, and each chunk only looks at
 the keys it can see (at most ``rows + window - 1``, or the document's prefix for full

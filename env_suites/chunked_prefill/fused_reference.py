@@ -14,8 +14,8 @@ context, so garbage pages are never read). What keeps it fp32-exact:
   ``D`` (at most 256 terms) by the tensor core in fp32.
 - The softmax runs online in fp32 (running maximum and sum, rescaled per block of keys): the
   plain reference's softmax to fp32 rounding, in another order.
-- ``P V`` takes P in three bf16 pieces (``exact_products.split``: the pieces sum to P exactly
-  above 2^-110), one product each, added in fp32 smallest first.
+- ``P V`` takes P in three bf16 pieces (``exact_kernels.pieces_dot``: the pieces sum to P
+  exactly above 2^-110), one product each, added in fp32 smallest first.
 
 The cross-check bounds what this cannot: a tensor core that sums otherwise than assumed, or a
 compiler that reorders, moves the distance past its limit and the plain reference answers.
@@ -28,6 +28,7 @@ import triton
 import triton.language as tl
 
 from env_suites.chunked_prefill.reference import sequences
+from pytest_nodus.grader.exact_kernels import pieces_dot
 
 # The grader's reference on a GPU takes this path, checked against the plain one at every new
 # shape's first call (exact_products.cross_checked): where they disagree, or this path fails,
@@ -71,14 +72,7 @@ def _rows(q_ptr, k_ptr, v_ptr, table_ptr, seqlens_ptr, cu_ptr, tiles_ptr, o_ptr,
         p = tl.exp(scores - new_top[:, None])
         total = total * rescale + tl.sum(p, 1)
         v = tl.load(v_ptr + slot[:, None] + d[None, :], mask=inside[:, None], other=0.0)
-        high = p.to(tl.bfloat16)
-        rest = p - high.to(tl.float32)
-        middle = rest.to(tl.bfloat16)
-        low = (rest - middle.to(tl.float32)).to(tl.bfloat16)
-        part = tl.dot(low, v)
-        part += tl.dot(middle, v)
-        part += tl.dot(high, v)
-        acc = acc * rescale[:, None] + part
+        acc = acc * rescale[:, None] + pieces_dot(p, v)
         top = new_top
     out = acc / total[:, None]
     tl.store(o_ptr + (rows[:, None].to(tl.int64) * hq + head) * D + d[None, :], out, mask=live[:, None])

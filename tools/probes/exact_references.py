@@ -1,11 +1,11 @@
-"""The plain fp32 references against the tensor-core ones (bf16 operands, exact products, fp32
-sums over blocks: attention_backward's ``exact_pieces``, chunked_prefill's ``fused_reference``),
+"""The plain fp32 references against the tensor-core ones (each environment's
+``fused_reference``: bf16 operands, exact products, fp32 intermediates in three bf16 pieces),
 per size: how far apart they are and what each costs.
 
     python3 tools/probes/exact_references.py ENV [--sealed sealed_fixtures] [--only public-1,hidden-4] [--cpu]
         [--require 1e-5]
 
-With ``--cpu`` chunked_prefill's kernel runs in Triton's interpreter.
+With ``--cpu`` the kernels run in Triton's interpreter.
 
 ENV is chunked_prefill (its reference) or attention_backward (its inputs' forward and its
 gradients). Per size (the GPU's public and hidden sizes; ``--cpu``: the CPU profile's on this
@@ -40,8 +40,7 @@ GRADIENTS = ("q", "k", "v", "o", "do", "cu_seqlens", "window", "softmax_scale")
 def paths(env_name: str, inputs: dict):
     """(plain, exact): callables of no argument, each returning a tuple of fp32 outputs."""
     reference = importlib.import_module(f"env_suites.{env_name}.reference")
-    exact_path = "fused_reference" if env_name == "chunked_prefill" else "exact_pieces"
-    exact = importlib.import_module(f"env_suites.{env_name}.{exact_path}")
+    exact = importlib.import_module(f"env_suites.{env_name}.fused_reference")
     if env_name == "chunked_prefill":
         args = [inputs[n] for n in PREFILL]
         return (lambda: (reference.attention(*args),)), (lambda: (exact.attention(*args),))
@@ -75,7 +74,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--require", type=float)
     args = parser.parse_args()
-    if args.env == "chunked_prefill" and args.cpu:
+    if args.cpu:
         # Before anything imports the kernel: Triton picks the interpreter as it decorates,
         # and the interpreter needs the sandbox's bf16 fix (sandbox/triton_interpreter.py).
         import os
