@@ -275,10 +275,10 @@ for MODE in "${@:-quick}"; do
     wait $gpid
     grep -A40 "^== " "$WORK/gpu_memory_owners.txt" | tail -80 ;;
   exact_references)
-    # Agreement and seconds of the plain and the tensor-core references per sealed size, then
-    # each solution graded, one rerun, alone: the grader takes the tensor-core references
-    # (cross-checked at each size's first call), and the grades' inputs and reference phases
-    # are the figures, against the plain references' in the phases of 2026-12-05.
+    # Agreement and seconds of the plain and the fused (Triton, tensor-core) references per
+    # sealed size, then each solution graded, one rerun, alone: the grader cross-checks the
+    # two at each shape's first call and keeps the faster, and the grades' inputs and
+    # reference phases are the figures (docs/throughput.md).
     for env in chunked_prefill attention_backward; do
       python3 tools/probes/exact_references.py $env --sealed sealed_fixtures --require 1e-5 2>&1 |
         tee -a "$WORK/exact_references.txt"
