@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,10 @@ WALL_PLANTS = {
     # Another sandbox's scratch directory, holding its kernel file.
     "other_scratch": "d = tempfile.mkdtemp(prefix='nodus-canary-', dir='/dev/shm'); "
                      "open(os.path.join(d, 'kernel_under_test.py'), 'w').write('x = 1')",
+    # The expert's compile caches, kept across grades, under the cache folder it names.
+    "poison_compile_caches": "d = tempfile.mkdtemp(prefix='nodus-canary-'); "
+                             "os.makedirs(os.path.join(d, 'pytest-nodus', 'expert', 'triton')); "
+                             "os.environ['XDG_CACHE_HOME'] = d",
     # A cgroup of its own below the one it runs in, which it can leave for its parent.
     "escape_cgroup": "d = os.path.join(canary._cgroup_dir()[1], 'nodus-canary-cgroup'); os.makedirs(d, exist_ok=True); "
                      "open(os.path.join(d, 'cgroup.procs'), 'w').write('0')",
@@ -90,7 +95,7 @@ def test_wall_canaries_see_what_a_sandbox_hides(canary, tmp_path):
                          env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO)},
                          capture_output=True, text=True, timeout=300, start_new_session=True)
     subprocess.run(["pkill", "-f", "time.sleep(120)"], check=False)
-    subprocess.run("rm -rf /dev/shm/nodus-canary-*", shell=True, check=False)
+    subprocess.run(f"rm -rf /dev/shm/nodus-canary-* {tempfile.gettempdir()}/nodus-canary-*", shell=True, check=False)
     for left in Path("/sys/fs/cgroup").glob("**/nodus-canary-cgroup"):
         left.rmdir()
     assert run.returncode == 0, run.stderr[-2000:]
