@@ -2,13 +2,13 @@
 
 The grader's process runs it (never a sandbox), on a GPU only, checked against the plain fp32
 reference (``reference.attention``) at each new shape's first call
-(``exact_products.cross_checked``). It exists for the 128k contexts: there the unfused
-references make and read ``[rows, context]`` scores in a dozen elementwise passes per chunk of
-rows, seconds per call; this kernel keeps every score in registers.
+(``exact_products.cross_checked``). The plain reference makes and reads ``[rows, context]``
+scores in a dozen elementwise passes per chunk of rows, seconds per call at 128k contexts;
+this kernel keeps every score in registers.
 
-Per program: one KV head's ``BLOCK_M`` query rows of one sequence and one query head, every
-key up to the last row's position, read through the block table (never past the sequence's
-context, so garbage pages are never read). What keeps it fp32-exact:
+Per program: ``BLOCK_M`` query rows of one sequence and one query head, against every key up
+to the last row's position, read through the block table (never past the sequence's context,
+so garbage pages are never read). What keeps it fp32-exact:
 
 - ``Q K^T`` takes the bf16 operands as they are: their products are exact in fp32, summed over
   ``D`` (at most 256 terms) by the tensor core in fp32.
@@ -35,6 +35,9 @@ from pytest_nodus.grader.exact_kernels import pieces_dot
 # the plain one answers.
 ON_CUDA = True
 
+
+# Only the head dim and the tiles compile in (page size, head counts and table width are
+# runtime arguments): each new constexpr value a fuzzed size drew would compile it again.
 @triton.jit
 def _rows(q_ptr, k_ptr, v_ptr, table_ptr, seqlens_ptr, cu_ptr, tiles_ptr, o_ptr, scale,
           table_width, page, hq, hkv, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
