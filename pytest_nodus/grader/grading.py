@@ -45,13 +45,16 @@ class Grader:
 
     def __init__(self, submissions: Path | list[Path], device: devices.Device, grade_seed: int, audit: bool = True,
                  expert_cache: Path | None = None, baselines: bool = False, trusted: bool = False,
-                 fail_fast: bool = False):
+                 fail_fast: bool = False, warm_together: bool = False):
         submissions = [Path(submissions)] if isinstance(submissions, (str, Path)) else [Path(p) for p in submissions]
         self.roles = submission_roles(len(submissions))
         self.device = device
         # --nodus-fail-fast: a size stops at the submission's first failed call; the grade
         # is at the floor from then on, so its other rounds (and the expert) cost time only.
         self.fail_fast = fail_fast
+        # --nodus-warm-together: each size's first calls side by side before its rounds
+        # (grader/warm_up.py).
+        self.warm_together = warm_together
         self.torch_device = torch.device(device.torch_name)
         self.grade_seed = grade_seed
         self.baselines = baselines

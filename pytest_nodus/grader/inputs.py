@@ -82,7 +82,8 @@ class Placement:
         return [(view, fresh[name]) for name, view in self.inputs.items()]
 
     def write_now(self, fresh: dict[str, Any]) -> None:
-        """Write the inputs ahead of the call: only for a trusted file's untimed ``prepare``."""
+        """Write the inputs ahead of the call: for a trusted file's untimed ``prepare``, and
+        for a warm call (grader/warm_up.py), which has no window to write them in."""
         for view, pristine in self.copies(fresh):
             view.copy_(pristine)
         if self.receipts and self.receipts[0].device.type == "cuda":

@@ -28,6 +28,9 @@ AGENT_REPORT_HELP = ("Also write the agent-facing report (JSON): what an RL pipe
                      "dims, no throughput or claimed time, no text the submission wrote.")
 FAIL_FAST_HELP = ("Stop at the first size that is not correct (pytest's --maxfail=1): the reward is the floor "
                   "from then on, so the rest would only cost time. The grade counts what it skipped in not_graded.")
+WARM_TOGETHER_HELP = ("Run every role's first call at a size side by side before the size's rounds (their "
+                      "compiles, tuning and graph builds at once, untimed and unread), then the rounds as "
+                      "always. Not under --nodus-fail-fast.")
 AGAINST_HELP = ("What the submission is timed against: expert (default), or starting_kernel, the environment's "
                 "own starting kernel, for a local check where the grader's experts are not installed (an agent's "
                 "workspace): a speedup, never a reward. Not with --nodus-sealed.")
@@ -51,6 +54,7 @@ def pytest_addoption(parser):
     group.addoption("--nodus-trusted", action="store_true", default=False, help=TRUSTED_HELP)
     group.addoption("--nodus-against", metavar="KERNEL", default="expert", help=AGAINST_HELP)
     group.addoption("--nodus-fail-fast", action="store_true", default=False, help=FAIL_FAST_HELP)
+    group.addoption("--nodus-warm-together", action="store_true", default=False, help=WARM_TOGETHER_HELP)
 
 
 # What a submission can be timed against (--nodus-against).
@@ -80,6 +84,7 @@ class Options:
         self.baselines = bool(get("nodus_baselines"))
         self.trusted = bool(get("nodus_trusted"))
         self.fail_fast = bool(get("nodus_fail_fast"))
+        self.warm_together = bool(get("nodus_warm_together"))
         self.against = get("nodus_against")
         self.seed = None if get("nodus_seed") is None else _non_negative_int(get("nodus_seed"), "--nodus-seed")
         for path in self.submissions:

@@ -42,6 +42,8 @@ Per size (``SizeResult.phases``, ms):
                     calls of every role (what the reward is made of)
 ``rest``            after a submission's call: its threads given time to fall idle, then frozen
 ``finish``          after a size: the late-write check and the kernel audit
+``warm``            ``--nodus-warm-together``: every role's first call at the size side by side
+                    before its rounds (grader/warm_up.py), on each submission's record
 ``shrink``          local grades: a failing public size shrunk to a smaller size that still
                     fails, once per attempt and grade (each trial a verified call, and a
                     sandbox restart after a crash)
@@ -155,8 +157,9 @@ def line(phases: dict) -> str:
     # The wait for the GPU shows only in grades that took its lock: never on the CPU.
     waited = [f"gpu wait {s('gpu_wait')}"] if phases.get("gpu_wait") else []
     shrunk = [f"shrink {s('shrink')}"] if phases.get("shrink") else []  # local grades that failed only
+    warmed = [f"warm {s('warm')}"] if phases.get("warm") else []  # --nodus-warm-together only
     parts = [f"startup {s('startup')}", f"sandbox starts {s('start')}", *waited, f"inputs {s('inputs')}",
-             f"reference {s('reference')}", f"verification {s('verification')}",
+             f"reference {s('reference')}", f"verification {s('verification')}", *warmed,
              f"calls {s('calls')} (first {s('calls_first')}, expert setup {s('calls_setup')}, timed {s('timed')})",
              f"rest {s('rest')}", f"finish {s('finish')}", *shrunk,
              f"teardown {s('teardown')}", f"other {s('outside_sizes')}"]

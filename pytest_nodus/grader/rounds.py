@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_nodus.grader import checks, devices, gpu_memory, inputs, phases, size_times, timing
+from pytest_nodus.grader import checks, devices, gpu_memory, inputs, phases, size_times, timing, warm_up
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
@@ -110,6 +110,13 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
     times: dict[str, list[timing.CallTimes]] = {"expert": [], **{role: [] for role in live}, **{b: [] for b in baselines}}
     with devices.exclusive(grader.device, grader.gpu_wait_s) as waited_ms:
         phases.add(shared.phases, "gpu_wait", waited_ms)
+        if grader.warm_together and plan.warmup and not grader.fail_fast:
+            # Every role's set-up at once (grader/warm_up.py): the expert is waited for here.
+            if "expert" not in sandboxes and not _start_expert(grader, env, size, sandboxes, live, results, shared):
+                return
+            failed = warm_up.warm(grader, env, size.dims, label, {**live, "expert": sandboxes["expert"]}, results)
+            for role, failure in failed.items():
+                _leave(grader, role, failure, live, results)
         round_number, rounds_left, contended = 0, plan.warmup + plan.timed, 0
         while rounds_left and live:
             seed = inputs.call_seed(grader.grade_seed, label, round_number)

@@ -263,6 +263,14 @@ class Sandbox:
             if window_ms is None:
                 self.clock.release()  # its flag will never be written: free the grader's stream
 
+    def warm(self, layout: dict, scalars: dict, order: list) -> None:
+        """Start a warm call (``protocol.WARM``) and return at once; ``warmed`` waits for it."""
+        self.send({"op": protocol.WARM, "layout": layout, "scalars": scalars, "order": order})
+
+    def warmed(self, timeout_s: float) -> dict:
+        """The warm call's reply. Raises SandboxFailure where it died or hung."""
+        return self.receive(timeout_s, during="a warm call")
+
     def finish(self, timeout_s: float) -> dict:
         """After a size: the late-write check and the kernel audit."""
         return self.request({"op": protocol.FINISH}, timeout_s)

@@ -90,7 +90,7 @@ class NodusSession:
 
             self.grader = Grader(self.options.submissions, self.device_choice(), self.grade_seed, expert_cache=expert_cache(),
                                  baselines=self.options.baselines, trusted=self.options.trusted,
-                                 fail_fast=self.options.fail_fast)
+                                 fail_fast=self.options.fail_fast, warm_together=self.options.warm_together)
             self.grader.pool.planned_dims = self.planned_dims  # sizes every arena must hold
             self.grader.pool.yardsticks = self.yardsticks
             self.grader.pool.standby, self.standby = self.standby, {}  # the pool's to launch or close

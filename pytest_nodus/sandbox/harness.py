@@ -74,7 +74,7 @@ class Harness:
             self.events = [_Event(enable_timing=True) for _ in range(3)]
 
     def handlers(self) -> dict:
-        return {protocol.CALL: self.call, protocol.GO: self.go, protocol.FINISH: self.finish}
+        return {protocol.CALL: self.call, protocol.GO: self.go, protocol.FINISH: self.finish, protocol.WARM: self.warm}
 
     # -- requests -----------------------------------------------------------------
     def finish(self, message):
@@ -83,6 +83,25 @@ class Harness:
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         return {"ok": True, "flags": flags, "audit": audit}
+
+    def warm(self, message):
+        """The kernel once on the arena's inputs, untimed, its outputs dropped: where its
+        compiles, tuning and graph builds for these shapes happen, beside the other roles'."""
+        self.armed = None
+        layout = message["layout"]
+        inputs = {name: arena_view(self.arena, *where) for name, where in layout["inputs"].items()}
+        args = [inputs[name] if name in inputs else message["scalars"][name] for name in message["order"]]
+        try:
+            if self.prepare is not None:
+                args = self.prepare(*args)
+            with self._allocating():
+                result = self.kernel(*args)
+            if self.device.type == "cuda":
+                _cuda_synchronize()
+        except BaseException as exc:  # noqa: BLE001  the verified call that follows reports it
+            return {"ok": False, "error": tracebacks.describe(exc)}
+        del result
+        return {"ok": True}
 
     def call(self, message):
         """Arm: everything before the clock, so that GO is only the call."""

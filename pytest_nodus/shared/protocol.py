@@ -13,6 +13,10 @@ A call is three messages, so that only the call itself sits inside the grader's 
            then the sandbox waits for ``ACK``); then the *report*:
            ``{"ok", "flags", "t_stream_ms", "t_call_ms"}`` or ``{"ok": False, "error"}``.
 ``FINISH`` after a size: the late-write check and the kernel audit, ``{"ok", "flags", "audit"}``.
+``WARM``   a size's set-up beside the other roles' (``--nodus-warm-together``): run the kernel
+           once on the inputs in ``layout``, untimed, its outputs dropped unread; reply
+           ``{"ok"}`` or ``{"ok": False, "error"}``. Nothing of it is verified or kept: every
+           call of the rounds after it is.
 
 There is no request to end: the grader kills a sandbox it is done with (SIGKILL to its cgroup
 and process group), and one whose request pipe closes returns.
@@ -36,7 +40,7 @@ import pickle
 from multiprocessing.connection import Connection
 from typing import Any
 
-START, CALL, GO, ACK, FINISH = "start", "call", "go", "ack", "finish"
+START, CALL, GO, ACK, FINISH, WARM = "start", "call", "go", "ack", "finish", "warm"
 ARMED, ENQUEUED, STAGED = "armed", "enqueued", "staged"
 HARNESS_ERROR = "harness_error"
 # Reply keys a call's report must hold, numbers the grader checks before using them.

@@ -1,0 +1,73 @@
+"""Every role's set-up at a size side by side, before its rounds (``--nodus-warm-together``).
+
+A role's first call at a size is mostly set-up: the submission's compiles and autotuning, the
+expert's graph builds (43 s and 6.6 s of a one-rerun attention grade on the H200,
+docs/throughput.md). In the rounds every call runs with every other sandbox frozen, so those
+set-ups run one after another, and a batch's attempts compile one after another. Here each
+role runs once on the same fresh inputs, all at once (``protocol.WARM``): untimed, its outputs
+dropped unread. The rounds after it are unchanged, warm-up rounds included, and every call in
+them is verified: a kernel that behaves otherwise in its warm call changes no verdict, and
+what it can do there (run untimed on fresh inputs, inside the same walls) it can do in a
+warm-up round already. What is new is that the roles run at the same time: each on its own
+inputs in its own arena, none timed, and each frozen again once it has answered.
+
+- A submission's idle count is taken just before, as before any untimed call
+  (``Grader.idle_check``): its warm call's helper threads and compiler processes are its
+  call's, not work done between calls.
+- A submission whose warm call dies or hangs has failed the size, with the code a call would
+  give it (``crashed``, ``timeout``, ...): the caller takes it out of the rounds. One that
+  raises is left to its first verified call to say so, as are the expert's failures.
+- The warm call takes an arena slot as a call does, so the calls after it alternate between
+  the arena's halves from the other one: a cheat that returns memory it never wrote may find
+  other stale bytes there (other flags, the same floor).
+
+Runs only in the grader.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from pytest_nodus.grader import inputs, phases
+from pytest_nodus.grader.results import SizeResult
+from pytest_nodus.grader.roles import is_submission
+from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
+
+
+def warm(grader, env, dims: dict, label: str, sandboxes: dict[str, Sandbox],
+         results: dict[str, SizeResult]) -> dict[str, SandboxFailure]:
+    """Run every sandbox's warm call at once; the submissions' failures, by role."""
+    fresh = inputs.make_inputs(env, dims, inputs.call_seed(grader.grade_seed, label + "/warm", 0), grader.torch_device)
+    outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
+    scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
+    order = [spec.name for spec in env.contract.inputs]
+    started, failed = time.perf_counter(), {}
+    running = []
+    for role, sandbox in sandboxes.items():
+        if is_submission(role):
+            grader.idle_check(sandbox, results[role])
+        slot = grader.pool.placer(role, env).place(fresh, outputs)
+        slot.write_now(fresh)
+        try:
+            sandbox.warm(slot.layout, scalars, order)
+            running.append((role, sandbox))
+        except SandboxFailure as failure:
+            if is_submission(role):
+                failed[role] = failure
+    timeout = grader.timeout(env)
+    for role, sandbox in running:
+        try:
+            # Each waits at most a call's limit from the start of all: they run side by side.
+            sandbox.warmed(max(1.0, timeout - (time.perf_counter() - started)))
+        except SandboxFailure as failure:
+            if is_submission(role):
+                failed[role] = failure
+            continue
+        sandbox.rest()
+    wall_ms = 1e3 * (time.perf_counter() - started)
+    for role in sandboxes:
+        if is_submission(role):
+            phases.add(results[role].phases, "warm", wall_ms)
+    return failed
