@@ -21,6 +21,7 @@ inputs in its own arena, none timed, and each frozen again once it has answered.
   the arena's halves from the other one: a cheat that returns memory it never wrote may find
   other stale bytes there (other flags, the same floor).
 
+Timed sizes only: a fuzzed size is one verified call per role, with no rounds to warm for.
 Runs only in the grader.
 """
 
