@@ -44,6 +44,8 @@
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
+#   bash tools/gpu_check.sh warm_together  # the attention and prefill solutions, sealed, one rerun, with
+#                                        # --nodus-warm-together and without (first calls side by side)
 #   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
 #   bash tools/gpu_check.sh gpu_memory_owners  # which processes NVML charges GPU memory to while a grade runs
 #   bash tools/gpu_check.sh exact_references  # plain and tensor-core fp32 references per sealed size (prefill,
@@ -225,7 +227,8 @@ for MODE in "${@:-quick}"; do
     # Issue 24: 16 attention attempts in batches, each against one expert run (the solution, the
     # starting kernel, the correct styles, 12 cheats), then, with BATCH_SEPARATE=1, each alone
     # with the same --nodus-seed to compare verdicts (local grades: a sealed one draws a secret
-    # seed). BATCH_SEALED=1 grades the batch sealed instead, for its wall time.
+    # seed). BATCH_SEALED=1 grades the batch sealed instead, for its wall time; BATCH_WARM=1
+    # adds --nodus-warm-together (the attempts' first calls side by side).
     folder=$WORK/attempts; mkdir -p $folder
     cp expert/attention_backward/solution.py $folder/solution.py
     cp env_suites/attention_backward/starting_kernel.py $folder/starting_kernel.py
@@ -239,6 +242,7 @@ for MODE in "${@:-quick}"; do
       timeout $left python3 -m pytest env_suites/attention_backward -q -p no:cacheprovider \
         --nodus-submission=$(echo $files | tr ' ' ':') --nodus-json=$WORK/batch$run --nodus-call-timeout=60 \
         $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) \
+        $([ -n "${BATCH_WARM:-}" ] && echo --nodus-warm-together) \
         > $WORK/batch$run.log 2>&1
       echo "run $run rc=$?: $(echo $files | wc -w) attempts"; grep -A6 "pytest-nodus batch" $WORK/batch$run.log
     done
@@ -252,6 +256,13 @@ for MODE in "${@:-quick}"; do
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
     grade rmsnorm phases_rmsnorm expert/rmsnorm/solution.py $SEALED
     grade attention_backward phases_attention expert/attention_backward/solution.py $SEALED ;;
+  warm_together)
+    # Every role's first call at a size side by side (grader/warm_up.py) against as it is:
+    # the warm and calls_first phases, and the wall, one grade at a time.
+    grade attention_backward warm_attention expert/attention_backward/solution.py $SEALED --nodus-warm-together
+    grade attention_backward apart_attention expert/attention_backward/solution.py $SEALED
+    grade chunked_prefill warm_prefill expert/chunked_prefill/solution.py $SEALED --nodus-warm-together
+    grade chunked_prefill apart_prefill expert/chunked_prefill/solution.py $SEALED ;;
   compile_ahead)
     # The attention solution with its autotuning candidates compiled side by side
     # (COMPILE_AHEAD), then as it is, one sealed rerun each, alone: calls_first is the figure.
