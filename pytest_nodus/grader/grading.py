@@ -104,6 +104,12 @@ class Grader:
             return self.call_timeout_override
         return env.profile(self.device.kind).call_timeout_s
 
+    def first_call_timeout(self, env: Environment, role: str) -> float:
+        """A role's limit for its first call at a size: the call's, or for the grader's own
+        trusted files (the expert, the baselines), whose first call may compile for minutes,
+        TRUSTED_FIRST_CALL_TIMEOUT_S."""
+        return self.timeout(env) if is_submission(role) else max(self.timeout(env), TRUSTED_FIRST_CALL_TIMEOUT_S)
+
     # -- one verified call --------------------------------------------------------------
     def call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
               timed: bool):
@@ -122,8 +128,7 @@ class Grader:
             # A sandbox's first call at a size builds what its shapes need (compiles, autotuning,
             # cuDNN graphs): the submission's own cost, or the expert's setup.
             go_part = "first" if submission else "setup"
-            if not submission:
-                timeout = max(timeout, TRUSTED_FIRST_CALL_TIMEOUT_S)
+            timeout = self.first_call_timeout(env, role)
         outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
         with phases.timed(result.phases, "verification_place"):
             slot = self.pool.placer(role, env).place(fresh, outputs)

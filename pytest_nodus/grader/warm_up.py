@@ -57,11 +57,11 @@ def warm(grader, env, dims: dict, label: str, sandboxes: dict[str, Sandbox],
         except SandboxFailure as failure:
             if is_submission(role):
                 failed[role] = failure
-    timeout = grader.timeout(env)
     for role, sandbox in running:
         try:
-            # Each waits at most a call's limit from the start of all: they run side by side.
-            sandbox.warmed(max(1.0, timeout - (time.perf_counter() - started)))
+            # Each gets its first call's limit from the start of all: they run side by side.
+            limit = grader.first_call_timeout(env, role)
+            sandbox.warmed(max(1.0, limit - (time.perf_counter() - started)))
         except SandboxFailure as failure:
             if is_submission(role):
                 failed[role] = failure
