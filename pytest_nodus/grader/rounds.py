@@ -114,7 +114,8 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
             # Every role's set-up at once (grader/warm_up.py): the expert is waited for here.
             if "expert" not in sandboxes and not _start_expert(grader, env, size, sandboxes, live, results, shared):
                 return
-            failed = warm_up.warm(grader, env, size.dims, label, {**live, "expert": sandboxes["expert"]}, results)
+            failed = warm_up.warm(grader, env, size.dims, label, {**live, "expert": sandboxes["expert"]}, results,
+                                  shared)
             for role, failure in failed.items():
                 _leave(grader, role, failure, live, results)
         round_number, rounds_left, contended = 0, plan.warmup + plan.timed, 0

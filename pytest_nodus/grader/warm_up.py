@@ -37,10 +37,13 @@ from pytest_nodus.grader.roles import is_submission
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 
 
-def warm(grader, env, dims: dict, label: str, sandboxes: dict[str, Sandbox],
-         results: dict[str, SizeResult]) -> dict[str, SandboxFailure]:
-    """Run every sandbox's warm call at once; the submissions' failures, by role."""
-    fresh = inputs.make_inputs(env, dims, inputs.call_seed(grader.grade_seed, label + "/warm", 0), grader.torch_device)
+def warm(grader, env, dims: dict, label: str, sandboxes: dict[str, Sandbox], results: dict[str, SizeResult],
+         shared: SizeResult) -> dict[str, SandboxFailure]:
+    """Run every sandbox's warm call at once; the submissions' failures, by role. The inputs
+    are made into ``shared``'s phases, as a round's are."""
+    with phases.timed(shared.phases, "inputs"):
+        fresh = inputs.make_inputs(env, dims, inputs.call_seed(grader.grade_seed, label + "/warm", 0),
+                                   grader.torch_device)
     outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
     scalars = {k: v for k, v in fresh.items() if not isinstance(v, torch.Tensor)}
     order = [spec.name for spec in env.contract.inputs]
