@@ -34,11 +34,20 @@ ON_CUDA = True
 
 
 @triton.jit
-def _visible(rows, keys, start_ptr, T, window):
-    """[rows, keys]: the key is in the row's document, at or before it, inside its window."""
-    starts = tl.load(start_ptr + rows, mask=rows < T, other=0)
+def _visible(rows, starts, keys, T, window):
+    """[rows, keys]: the key is in the row's document (``starts``: each row's first token), at
+    or before the row, inside its window."""
     seen = (keys[None, :] <= rows[:, None]) & (keys[None, :] >= starts[:, None]) & (keys[None, :] < T)
     return seen & ((window <= 0) | (rows[:, None] - keys[None, :] < window))
+
+
+@triton.jit
+def _first_key(start_ptr, m0, window):
+    """The lowest key any row of the block from ``m0`` sees: its first row's bound is the lowest."""
+    lo = tl.load(start_ptr + m0)
+    if window > 0:
+        lo = tl.maximum(lo, m0 - window + 1)
+    return lo
 
 
 # Head counts and the window are runtime arguments, only the head dim and tiles compile in: a
@@ -54,17 +63,15 @@ def _rows(q_ptr, k_ptr, v_ptr, start_ptr, o_ptr, lse_ptr, T, window, scale, HQ, 
     live = rows < T
     d = tl.arange(0, D)
     q = tl.load(q_ptr + (rows[:, None].to(tl.int64) * HQ + head) * D + d[None, :], mask=live[:, None], other=0.0)
+    starts = tl.load(start_ptr + rows, mask=live, other=0)
     top = tl.full([BLOCK_M], float("-inf"), tl.float32)
     total = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
-    lo = tl.load(start_ptr + m0)  # the first row's lower bound is the block's lowest
-    if window > 0:
-        lo = tl.maximum(lo, m0 - window + 1)
-    for n0 in range(lo, tl.minimum(m0 + BLOCK_M, T), BLOCK_N):
+    for n0 in range(_first_key(start_ptr, m0, window), tl.minimum(m0 + BLOCK_M, T), BLOCK_N):
         keys = n0 + tl.arange(0, BLOCK_N)
         where = (keys[:, None].to(tl.int64) * HKV + kv_head) * D + d[None, :]
         k = tl.load(k_ptr + where, mask=(keys < T)[:, None], other=0.0)
-        seen = _visible(rows, keys, start_ptr, T, window)
+        seen = _visible(rows, starts, keys, T, window)
         scores = tl.where(seen, tl.dot(q, tl.trans(k)) * scale, float("-inf"))
         new_top = tl.maximum(top, tl.max(scores, 1))
         # A row may see nothing in a block (its document or window starts later): no -inf - -inf.
@@ -97,16 +104,14 @@ def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, start_ptr, dq_ptr, T, w
     do = tl.load(do_ptr + own, mask=live[:, None], other=0.0)
     lse = tl.load(lse_ptr + head * T + rows, mask=live, other=0.0)
     delta = tl.load(delta_ptr + rows * HQ + head, mask=live, other=0.0)
+    starts = tl.load(start_ptr + rows, mask=live, other=0)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
-    lo = tl.load(start_ptr + m0)
-    if window > 0:
-        lo = tl.maximum(lo, m0 - window + 1)
-    for n0 in range(lo, tl.minimum(m0 + BLOCK_M, T), BLOCK_N):
+    for n0 in range(_first_key(start_ptr, m0, window), tl.minimum(m0 + BLOCK_M, T), BLOCK_N):
         keys = n0 + tl.arange(0, BLOCK_N)
         where = (keys[:, None].to(tl.int64) * HKV + kv_head) * D + d[None, :]
         k = tl.load(k_ptr + where, mask=(keys < T)[:, None], other=0.0)
         v = tl.load(v_ptr + where, mask=(keys < T)[:, None], other=0.0)
-        seen = _visible(rows, keys, start_ptr, T, window) & live[:, None]
+        seen = _visible(rows, starts, keys, T, window) & live[:, None]
         p = tl.where(seen, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
         ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
         acc += pieces_dot(ds, k)
@@ -140,7 +145,8 @@ def _dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, start_ptr, end_ptr, d
             do = tl.load(do_ptr + where, mask=live[:, None], other=0.0)
             lse = tl.load(lse_ptr + head * T + rows, mask=live, other=0.0)
             delta = tl.load(delta_ptr + rows * HQ + head, mask=live, other=0.0)
-            seen = tl.trans(_visible(rows, keys, start_ptr, T, window)) & live[None, :]  # [keys, rows]
+            starts = tl.load(start_ptr + rows, mask=live, other=0)
+            seen = tl.trans(_visible(rows, starts, keys, T, window)) & live[None, :]  # [keys, rows]
             p = tl.where(seen, tl.exp(tl.dot(k, tl.trans(q)) * scale - lse[None, :]), 0.0)
             dv += pieces_dot(p, do)
             ds = p * (tl.dot(v, tl.trans(do)) - delta[None, :])
@@ -178,14 +184,13 @@ def forward(q, k, v, cu_seqlens, window: int, scale: float):
     o = torch.zeros(t, hq, d, dtype=torch.float32, device=q.device)
     lse = torch.full((hq, t), float("-inf"), dtype=torch.float32, device=q.device)
     if t:
-        _statistics(q, k, v, cu_seqlens, window, scale, o, lse, with_o=True)
+        _statistics(q, k, v, _documents(cu_seqlens, t)[0], window, scale, o, lse, with_o=True)
     return o, lse
 
 
-def _statistics(q, k, v, cu_seqlens, window, scale, o, lse, with_o: bool) -> None:
+def _statistics(q, k, v, start, window, scale, o, lse, with_o: bool) -> None:
     t, hq, d = q.shape
     block_m, block_n, launch = _config(q.device, d)
-    start, _ = _documents(cu_seqlens, t)
     _rows[(triton.cdiv(t, block_m), hq)](q, k, v, start, o, lse, t, int(window), float(scale), HQ=hq,
                                          HKV=k.shape[1], D=d, WITH_O=with_o, BLOCK_M=block_m, BLOCK_N=block_n,
                                          **launch)
@@ -201,11 +206,11 @@ def backward(q, k, v, o, do, cu_seqlens, window: int, scale: float):
     dv = torch.zeros(t, hkv, d, dtype=torch.float32, device=q.device)
     if not t:
         return dq, dk, dv
+    start, end = _documents(cu_seqlens, t)
     lse = torch.empty(hq, t, dtype=torch.float32, device=q.device)
-    _statistics(q, k, v, cu_seqlens, window, scale, dq, lse, with_o=False)  # dq: an unused output slot
+    _statistics(q, k, v, start, window, scale, dq, lse, with_o=False)  # dq: an unused output slot
     delta = (do.float() * o.float()).sum(-1).contiguous()  # [T, Hq], as the plain reference takes it
     block_m, block_n, launch = _config(q.device, d)
-    start, end = _documents(cu_seqlens, t)
     window, scale = int(window), float(scale)
     _dq[(triton.cdiv(t, block_m), hq)](q, k, v, do, lse, delta, start, dq, t, window, scale, HQ=hq, HKV=hkv, D=d,
                                        BLOCK_M=block_m, BLOCK_N=block_n, **launch)
