@@ -7,6 +7,9 @@ Every grade runs ``pytest env_suites/<env> --nodus-submission=...`` in a subproc
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +19,18 @@ REPO = Path(__file__).resolve().parent.parent
 CHEATS = REPO / "tests" / "cheats"
 CORRECT = REPO / "tests" / "correct"
 
+
+
+def in_interpreter(script: str, payload) -> object:
+    """Run ``script`` in a Python process of its own under Triton's interpreter, with the
+    sandbox's bf16 fix installed first (Triton picks the interpreter as it decorates, so not in
+    this process), ``payload`` as JSON in ``sys.argv[1]``; its last line of output, as JSON."""
+    prelude = "from pytest_nodus.sandbox import triton_interpreter\ntriton_interpreter.install()\n"
+    run = subprocess.run([sys.executable, "-c", prelude + script, json.dumps(payload)], cwd=REPO,
+                         capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.splitlines()[-1])
 
 @dataclass
 class Grade:

@@ -8,14 +8,10 @@ cross-check does (a window of 1 cancels dQ and dK to rounding noise)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
-from conftest import REPO
+from conftest import in_interpreter
 
 pytestmark = pytest.mark.grade
 
@@ -29,8 +25,6 @@ SIZES = [{"T": 96, "Hq": 4, "Hkv": 2, "D": 32, "B": 3, "W": 24},
 
 SCRIPT = textwrap.dedent("""
     import json, sys, torch
-    from pytest_nodus.sandbox import triton_interpreter
-    triton_interpreter.install()
     from env_suites.attention_backward import environment, fused_reference, reference
     env = environment.ENVIRONMENT
     distances = []
@@ -51,10 +45,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_the_fused_references_are_the_plain_ones_to_fp32_rounding():
-    run = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(SIZES)], cwd=REPO, capture_output=True,
-                         text=True, timeout=900, env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)})
-    assert run.returncode == 0, run.stderr
-    distances = json.loads(run.stdout.splitlines()[-1])
+    distances = in_interpreter(SCRIPT, SIZES)
     assert len(distances) == len(SIZES)
     for dims, row in zip(SIZES, distances):
         assert max(row.values()) < 1e-6, (dims, row)

@@ -7,14 +7,10 @@ interpreter as it decorates. P in one bf16 piece is about 1e-3 away."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
-from conftest import REPO
+from conftest import in_interpreter
 
 pytestmark = pytest.mark.grade
 
@@ -27,8 +23,6 @@ SIZES = [{"B": 1, "Q": 1, "L": 1, "Hq": 1, "Hkv": 1, "D": 16, "P": 16},  # one t
 
 SCRIPT = textwrap.dedent("""
     import json, sys, torch
-    from pytest_nodus.sandbox import triton_interpreter
-    triton_interpreter.install()
     from env_suites.chunked_prefill import fused_reference, reference
     names = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens", "cu_seqlens_q", "softmax_scale")
     distances = []
@@ -42,9 +36,6 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_the_fused_reference_is_the_plain_one_to_fp32_rounding():
-    run = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(SIZES)], cwd=REPO, capture_output=True,
-                         text=True, timeout=600, env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)})
-    assert run.returncode == 0, run.stderr
-    distances = json.loads(run.stdout.splitlines()[-1])
+    distances = in_interpreter(SCRIPT, SIZES)
     assert len(distances) == len(SIZES)
     assert max(distances) < 1e-6, dict(zip(map(str, SIZES), distances))
