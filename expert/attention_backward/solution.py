@@ -1,5 +1,5 @@
 """Expert-reviewed solution for attention_backward: a FlashAttention-2 style backward that only
-visits the tiles the mask leaves visible; on the H200 its dK/dV kernel is warp-specialised
+visits the tiles the mask leaves visible; on a Hopper GPU its dK/dV kernel is warp-specialised
 Gluon (FlashAttention-3's backward structure), elsewhere the same algorithm in Triton.
 
 Structure it exploits:

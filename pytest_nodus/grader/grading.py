@@ -72,9 +72,9 @@ class Grader:
         # further size would cost another full time limit for the same verdict. By role.
         self.hung: dict[str, SandboxFailure] = {}
         # The smallest failing size a local grade has shrunk each role's failure to: one
-        # shrink per attempt and grade. Each trial of a crashing kernel restarts its sandbox,
-        # so shrinking again at every failing size cost a batch minutes, and the answer is
-        # already known: a size where that kernel fails. By role.
+        # shrink per attempt and grade. Each trial is a verified call (and a sandbox restart
+        # after a crash), and once found the answer holds at every later failing size: a
+        # size where that kernel fails. By role.
         self.smallest_failing: dict[str, dict] = {}
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
 

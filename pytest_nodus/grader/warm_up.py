@@ -1,8 +1,7 @@
 """Every role's set-up at a size side by side, before its rounds (``--nodus-warm-together``).
 
 A role's first call at a size is mostly set-up: the submission's compiles and autotuning, the
-expert's graph builds (43 s and 6.6 s of a one-rerun attention grade on the H200,
-docs/throughput.md). In the rounds every call runs with every other sandbox frozen, so those
+expert's graph builds (docs/throughput.md: where a grade's time goes). In the rounds every call runs with every other sandbox frozen, so those
 set-ups run one after another, and a batch's attempts compile one after another. Here each
 role runs once on the same fresh inputs, all at once (``protocol.WARM``): untimed, its outputs
 dropped unread. The rounds after it are unchanged, warm-up rounds included, and every call in
