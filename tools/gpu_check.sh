@@ -44,8 +44,6 @@
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
-#   bash tools/gpu_check.sh warm_together  # the attention and prefill solutions, sealed, one rerun, with
-#                                        # --nodus-warm-together and without (first calls side by side)
 #   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
 #   bash tools/gpu_check.sh gpu_memory_owners  # which processes NVML charges GPU memory to while a grade runs
 #   bash tools/gpu_check.sh exact_references  # plain and tensor-core fp32 references per sealed size (prefill,
@@ -256,13 +254,6 @@ for MODE in "${@:-quick}"; do
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
     grade rmsnorm phases_rmsnorm expert/rmsnorm/solution.py $SEALED
     grade attention_backward phases_attention expert/attention_backward/solution.py $SEALED ;;
-  warm_together)
-    # Every role's first call at a size side by side (grader/warm_up.py) against as it is:
-    # the warm and calls_first phases, and the wall, one grade at a time.
-    grade attention_backward warm_attention expert/attention_backward/solution.py $SEALED --nodus-warm-together
-    grade attention_backward apart_attention expert/attention_backward/solution.py $SEALED
-    grade chunked_prefill warm_prefill expert/chunked_prefill/solution.py $SEALED --nodus-warm-together
-    grade chunked_prefill apart_prefill expert/chunked_prefill/solution.py $SEALED ;;
   compile_ahead)
     # The attention solution with its autotuning candidates compiled side by side
     # (COMPILE_AHEAD), then as it is, one sealed rerun each, alone: calls_first is the figure.

@@ -52,7 +52,7 @@ MEANING = {
     "expert_failed": "the grader's reference kernel failed (not the submission's fault)",
     "fuzz_failed": "a drawn size failed", "grader_out_of_memory": "the grader ran out of memory",
     "gpu_busy": "the GPU was held by another grade for too long",
-    "gpu_contended": "another process kept the GPU busy while calls were timed", "timeout": "a call did not finish in time",
+    "gpu_contended": "another process kept the GPU busy while calls were timed or the expert set up", "timeout": "a call did not finish in time",
     "smallest_failing_size": "a smaller size fails too",
 }
 _UNKNOWN = "the grader flagged this size"

@@ -293,6 +293,16 @@ class GraderClock:
                 changed.append(slot)
         return changed
 
+    def idle_step_ns(self) -> int:
+        """The idle probe run alone, now, on the grader's stream: its step over the limit in
+        ns, 0 when the GPU was the grader's alone (grader/gpu_idle.py); 0 on the CPU."""
+        if not self.cuda:
+            return 0
+        with torch.cuda.stream(self.stream):
+            self.probe.run()
+        self.probe.wait()
+        return self.probe.contended_ns()
+
     def probed(self) -> None:
         """Return once the window's idle probe has ended: only then may the sandbox go."""
         if self.cuda:

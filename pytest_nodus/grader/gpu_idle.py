@@ -19,6 +19,9 @@ sandbox stream waiting on ``go`` is work of another context too, and it shows as
 
 from __future__ import annotations
 
+import time
+from typing import Callable
+
 import torch
 
 # How long the probe lasts: longer than the longest step seen with another context's kernels
@@ -28,6 +31,15 @@ PROBE_NS = 4_000_000
 # A larger step between two timer reads means another context held the GPU: 1500x the
 # largest step seen alone, a third of the shortest seen with another context's kernels.
 GAP_LIMIT_NS = 100_000
+
+# How long a trusted role's set-up waits for the GPU to be the grader's alone (settle). An
+# honest submission leaves no GPU work behind (its harness synchronises the whole device
+# before replying, and the sandbox is frozen after); what is left is another process's, or
+# work a submission's thread queued after that synchronise: another grade's untimed burst
+# on a shared card (a reference, a fuzzed call) is seconds, and every first-call limit is
+# longer.
+SETTLE_S = 10.0
+SETTLE_PAUSE_S = 0.02  # between probes: a waiting grader takes none of the GPU's slices
 
 _kernel = None
 
@@ -77,3 +89,23 @@ class IdleProbe:
         :data:`GAP_LIMIT_NS` (the GPU was the grader's alone)."""
         gap = int(self.largest_gap.item())
         return gap if gap > GAP_LIMIT_NS else 0
+
+
+def settle(step_ns: Callable[[], int], limit_s: float | None = None, pause_s: float = SETTLE_PAUSE_S) -> int:
+    """Probe (``step_ns``: one probe run alone, its contended step or 0) until the GPU is
+    idle of other contexts; 0 once it is, else the last step once ``limit_s`` has passed.
+
+    Before the expert's set-up at a size. What it builds there it keeps for the grade, and
+    the persistent caches keep it for later grades: inductor's autotuning and the MoE
+    expert's eager-or-compiled choice time candidates on the GPU, and a candidate timed
+    beside another context's kernels loses, so GPU work left running by a submission
+    (``tests/cheats/rmsnorm/contend_with_the_experts_setup.py``) would slow the expert for
+    good. The timed windows are voided instead (``grader/rounds.py``); a set-up cannot be,
+    so it waits, with every other sandbox frozen, and only ever starts on an idle GPU.
+    """
+    deadline = time.monotonic() + (SETTLE_S if limit_s is None else limit_s)
+    while True:
+        step = step_ns()
+        if not step or time.monotonic() >= deadline:
+            return step
+        time.sleep(pause_s)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import (checks, devices, fuzzed_call, gpu_ledger, gpu_memory, idle_work, inputs, phases, rounds,
-                                 timing)
+from pytest_nodus.grader import (checks, devices, fuzzed_call, gpu_idle, gpu_ledger, gpu_memory, idle_work, inputs, phases,
+                                 rounds, timing)
 from pytest_nodus.grader.cgroup import frozen
 from pytest_nodus.grader.environment import Environment, Size
 from pytest_nodus.grader.results import SizeResult
@@ -124,6 +124,7 @@ class Grader:
         submission = is_submission(role)
         first_call = (sandbox.process.pid, tuple(sorted(dims.items())))  # a restarted sandbox compiles again
         go_part = "go" if submission else "expert"
+        setup = first_call not in self._warmed and not submission
         if first_call not in self._warmed:
             # A sandbox's first call at a size builds what its shapes need (compiles, autotuning,
             # cuDNN graphs): the submission's own cost, or the expert's setup.
@@ -143,6 +144,9 @@ class Grader:
             laps = phases.Laps(result.phases, "calls_")
             with frozen(s.cgroup for s in self.pool.all() if s is not sandbox):
                 laps.lap("freeze")
+                if setup:
+                    self._gpu_idle_for_setup(sandbox, role)
+                    laps.lap("idle")
                 reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
                                        slot.receipts, timeout, result.phases, go_part)
                 laps.skip()  # the call's own parts are recorded; the thaw is the freeze's other half
@@ -199,6 +203,18 @@ class Grader:
         t_stream, t_call = checks.times(reading)
         self._warmed.add(first_call)
         return timing.CallTimes(t_stream, t_call, reading.window_ms, reading.contended_ns, reading.window_parts), references
+
+    @staticmethod
+    def _gpu_idle_for_setup(sandbox: Sandbox, role: str) -> None:
+        """A trusted role's set-up starts only on a GPU the grader has to itself, every other
+        sandbox frozen (grader/gpu_idle.py ``settle``); past the wait, the attempts still in
+        lose the size as ``gpu_contended``, the verdict of rounds that keep opening on a held
+        GPU."""
+        step = gpu_idle.settle(sandbox.clock.idle_step_ns)
+        if step:
+            raise SandboxFailure("error", "gpu_contended",
+                                 f"another context held the GPU for {gpu_idle.SETTLE_S:.0f} s before the {role}'s "
+                                 f"set-up (a step of {step / 1e6:.2f} ms in the idle probe)")
 
     def _rest(self, sandbox: Sandbox, result: SizeResult, timed: bool) -> None:
         """After a submission's call: its other threads are given a moment to fall idle, what

@@ -28,9 +28,9 @@ AGENT_REPORT_HELP = ("Also write the agent-facing report (JSON): what an RL pipe
                      "dims, no throughput or claimed time, no text the submission wrote.")
 FAIL_FAST_HELP = ("Stop at the first size that is not correct (pytest's --maxfail=1): the reward is the floor "
                   "from then on, so the rest would only cost time. The grade counts what it skipped in not_graded.")
-WARM_TOGETHER_HELP = ("Run every role's first call at a size side by side before the size's rounds (their "
-                      "compiles, tuning and graph builds at once, untimed and unread), then the rounds as "
-                      "always. Not under --nodus-fail-fast.")
+WARM_TOGETHER_HELP = ("A batch: run the attempts' first calls at a size side by side before the size's rounds "
+                      "(their compiles and tuning at once, untimed and unread), then the rounds as always. Each "
+                      "attempt's own tuning then shares the GPU with the others'. Not under --nodus-fail-fast.")
 AGAINST_HELP = ("What the submission is timed against: expert (default), or starting_kernel, the environment's "
                 "own starting kernel, for a local check where the grader's experts are not installed (an agent's "
                 "workspace): a speedup, never a reward. Not with --nodus-sealed.")

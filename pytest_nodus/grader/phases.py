@@ -36,13 +36,14 @@ Per size (``SizeResult.phases``, ms):
                     sandbox says the call is enqueued; ``expert`` the same for the expert and
                     baselines; a sandbox's first call at a size is ``first`` for a submission,
                     ``setup`` for the expert and baselines: what it compiles, tunes or builds
-                    for those shapes), ``close`` (the snapshot queued), ``report`` (the
+                    for those shapes; ``idle`` before a set-up: the GPU shown idle of every
+                    other context, grader/gpu_idle.py), ``close`` (the snapshot queued), ``report`` (the
                     sandbox's report, and the window's end on the grader's stream)
 ``timed``           the part of ``calls`` that is timed kernel work: the windows of the timed
                     calls of every role (what the reward is made of)
 ``rest``            after a submission's call: its threads given time to fall idle, then frozen
 ``finish``          after a size: the late-write check and the kernel audit
-``warm``            ``--nodus-warm-together``: every role's first call at the size side by side
+``warm``            ``--nodus-warm-together``: a batch's first calls at the size side by side
                     before its rounds (grader/warm_up.py), on each submission's record
 ``shrink``          local grades: a failing public size shrunk to a smaller size that still
                     fails, once per attempt and grade (each trial a verified call, and a

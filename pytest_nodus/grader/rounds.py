@@ -110,12 +110,10 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
     times: dict[str, list[timing.CallTimes]] = {"expert": [], **{role: [] for role in live}, **{b: [] for b in baselines}}
     with devices.exclusive(grader.device, grader.gpu_wait_s) as waited_ms:
         phases.add(shared.phases, "gpu_wait", waited_ms)
-        if grader.warm_together and plan.warmup and not grader.fail_fast:
-            # Every role's set-up at once (grader/warm_up.py): the expert is waited for here.
-            if "expert" not in sandboxes and not _start_expert(grader, env, size, sandboxes, live, results, shared):
-                return
-            failed = warm_up.warm(grader, env, size.dims, label, {**live, "expert": sandboxes["expert"]}, results,
-                                  shared)
+        if grader.warm_together and len(live) > 1 and plan.warmup and not grader.fail_fast:
+            # The attempts' set-ups at once (grader/warm_up.py); the expert's stays its own
+            # first call, on an idle GPU, as without the option.
+            failed = warm_up.warm(grader, env, size.dims, label, live, results, shared)
             for role, failure in failed.items():
                 _leave(grader, role, failure, live, results)
         round_number, rounds_left, contended = 0, plan.warmup + plan.timed, 0
@@ -136,9 +134,9 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
                     call, references = grader.call(env, sandbox, size.dims, fresh, references, record, role, timed)
                 except SandboxFailure as failure:
                     if role == "expert":
-                        # The grader's own side broke: never a submission's verdict, and every
-                        # attempt still in the rounds loses the size.
-                        code = "expert_failed"
+                        # The grader's own side broke, or the GPU stayed held before its set-up
+                        # (grading.py): every attempt still in the rounds loses the size.
+                        code = failure.code if failure.code in ("expert_failed", "gpu_contended") else "expert_failed"
                         detail = failure.detail if failure.code == code else f"the expert: {failure}"
                         for other in live:
                             results[other].flag(code, detail)

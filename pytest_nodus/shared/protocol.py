@@ -13,7 +13,7 @@ A call is three messages, so that only the call itself sits inside the grader's 
            then the sandbox waits for ``ACK``); then the *report*:
            ``{"ok", "flags", "t_stream_ms", "t_call_ms"}`` or ``{"ok": False, "error"}``.
 ``FINISH`` after a size: the late-write check and the kernel audit, ``{"ok", "flags", "audit"}``.
-``WARM``   a size's set-up beside the other roles' (``--nodus-warm-together``): run the kernel
+``WARM``   a size's set-up beside the batch's other attempts' (``--nodus-warm-together``): run the kernel
            once on the inputs in ``layout``, untimed, its outputs dropped unread; reply
            ``{"ok"}`` or ``{"ok": False, "error"}``. Nothing of it is verified or kept: every
            call of the rounds after it is.
