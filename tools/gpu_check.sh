@@ -43,6 +43,7 @@
 #   bash tools/gpu_check.sh rmsnorm_tiles  # rmsnorm solution: wide rows whole against chunked (RMSNORM_CHUNKS="BLOCK_N,warps[,from N] ..."), per size
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
+#   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
 #   bash tools/gpu_check.sh gpu_memory_owners  # which processes NVML charges GPU memory to while a grade runs
@@ -250,6 +251,21 @@ for MODE in "${@:-quick}"; do
         grade attention_backward alone_$(basename $f .py) $f --nodus-seed=${BATCH_SEED:-7} --nodus-call-timeout=60
       done
     fi ;;
+  batch_leftovers)
+    # A batch whose cheats leave GPU work running after their calls (grader/grading.py,
+    # Grader._leftovers): they are taken out as pending_work or gpu_contended, and the honest
+    # attempts keep the verdict and about the reward they get alone (same seed, after).
+    folder=$WORK/leftovers; mkdir -p $folder
+    cp expert/rmsnorm/solution.py $folder/a_solution.py
+    cp tests/correct/rmsnorm/torch_ops.py $folder/b_torch_ops.py
+    for c in gpu_work_left_when_frozen contend_with_the_experts_setup spin_after_return; do
+      cp tests/cheats/rmsnorm/$c.py $folder/cheat_$c.py
+    done
+    timeout 400 python3 -m pytest env_suites/rmsnorm -q -p no:cacheprovider --nodus-submission=$folder \
+      --nodus-json=$WORK/batch_leftovers --nodus-seed=11 > $WORK/batch_leftovers.log 2>&1
+    echo "batch rc=$?"; grep -A8 "pytest-nodus batch" $WORK/batch_leftovers.log
+    grade rmsnorm alone_solution expert/rmsnorm/solution.py --nodus-seed=11
+    grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   phases)
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
     grade rmsnorm phases_rmsnorm expert/rmsnorm/solution.py $SEALED

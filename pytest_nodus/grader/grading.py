@@ -37,6 +37,12 @@ from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 # torch.compile takes minutes on the H200, past attention's call limit. They are the
 # grader's own trusted code, so that first call gets this much; the submission never does.
 TRUSTED_FIRST_CALL_TIMEOUT_S = 900.0
+# In a batch, the calls after which an attempt's own GPU work may still be running before it
+# is taken out of the rounds as pending_work (see Grader._leftovers). Honest work never is:
+# the harness synchronises the device before it replies. Three, not one: another grade's
+# burst on a shared card can start just as a call ends, but not after three of one
+# attempt's calls and none of its batch-mates'.
+LEFTOVER_CALLS = 3
 
 
 class Grader:
@@ -77,6 +83,7 @@ class Grader:
         # size where that kernel fails. By role.
         self.smallest_failing: dict[str, dict] = {}
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
+        self.leftovers: dict[str, int] = {}  # role -> calls after which its GPU work still ran (a batch)
 
     def close(self) -> None:
         self.pool.close()
@@ -159,6 +166,8 @@ class Grader:
             # few milliseconds at every size.
             with phases.timed(result.phases, "rest"):
                 self._rest(sandbox, result, timed)
+                if len(self.roles) > 1:
+                    self._leftovers(sandbox, role)
         if submission and reading.ok:
             with phases.timed(result.phases, "verification_outputs"):
                 for finding in checks.outputs(reading, slot, timed):
@@ -215,6 +224,23 @@ class Grader:
             raise SandboxFailure("error", "gpu_contended",
                                  f"another context held the GPU for {gpu_idle.SETTLE_S:.0f} s before the {role}'s "
                                  f"set-up (a step of {step / 1e6:.2f} ms in the idle probe)")
+
+    def _leftovers(self, sandbox: Sandbox, role: str) -> None:
+        """In a batch, after an attempt's call, its sandbox frozen: GPU work of its own that
+        still runs (queued by a thread past the harness's synchronise; freezing stops
+        threads, not kernels) would land in its batch-mates' windows and set-ups, voiding
+        their rounds up to ``gpu_contended``. So the grader waits it out here, where it is
+        known whose it is, and takes an attempt that does it again, or past the wait, out of
+        the rounds. Alone, an attempt's leftovers meet only the expert: its windows are voided
+        and its set-up waits (``gpu_idle.settle``)."""
+        if not sandbox.clock.idle_step_ns():
+            return
+        self.leftovers[role] = self.leftovers.get(role, 0) + 1
+        held = gpu_idle.settle(sandbox.clock.idle_step_ns)
+        if held or self.leftovers[role] >= LEFTOVER_CALLS:
+            raise SandboxFailure("flagged", "pending_work",
+                                 f"its GPU work still ran after {self.leftovers[role]} of its calls had returned "
+                                 f"and the device was synchronised (the grader's idle probe, the sandbox frozen)")
 
     def _rest(self, sandbox: Sandbox, result: SizeResult, timed: bool) -> None:
         """After a submission's call: its other threads are given a moment to fall idle, what

@@ -180,6 +180,10 @@ class Harness:
             # Kept (so the heap does not hand their memory out again) with their state now,
             # for the late-write check at the next request.
             self.returned = (returned, [o.clone() for o in returned])
+            if cuda:
+                # Nothing of the harness's own still runs on the GPU once it has replied: the
+                # grader's idle probe after a frozen call counts such work as the kernel's.
+                _cuda_synchronize()
         flags += output_flags
         flags += [{"code": "grader_tampering", "detail": v} for v in self.integrity.violations()]
         flags += self._escape_flags()
