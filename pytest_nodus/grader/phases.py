@@ -13,7 +13,8 @@ Per size (``SizeResult.phases``, ms):
                     from each launch to its freeze before its first call
 ``start_<stage>``   the same, by stage, summed over the sandboxes (which start side by side, so
                     the sum can exceed ``start``): ``process`` (interpreter and imports, from
-                    the spawn), ``standby`` (waiting for its launch), ``context`` (the device's
+                    the spawn), ``preload`` (a trusted sandbox in standby importing its
+                    compiler: grader/standby.py), ``standby`` (waiting for its launch), ``context`` (the device's
                     context), ``removal`` (library kernels removed), ``arena`` (grader-owned
                     memory mapped, Triton imported), ``confinement`` (Landlock, seccomp),
                     ``load`` (the kernel file imported). A sandbox spawned as pytest configured
@@ -63,7 +64,7 @@ import math
 import time
 from contextlib import contextmanager
 
-STAGES = ("process", "standby", "context", "removal", "arena", "confinement")  # then "load", timed by the grader
+STAGES = ("process", "preload", "standby", "context", "removal", "arena", "confinement")  # then "load", timed by the grader
 
 
 @contextmanager

@@ -108,8 +108,11 @@ def _scratch_root() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
-def spawn(role: str, cache_dir: Path | None) -> Spawned:
-    """Spawn a sandbox of ``role`` inside its walls; it imports, then waits for its first message."""
+def spawn(role: str, cache_dir: Path | None, preload: tuple[str, ...] = ()) -> Spawned:
+    """Spawn a sandbox of ``role`` inside its walls; it imports (torch, and ``preload``: a
+    trusted role's slow modules, grader/standby.py), then waits for its first message."""
+    if preload and role == "submission":
+        raise ValueError("a submission's sandbox imports nothing before its walls are all up")
     scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{role}-", dir=_scratch_root()))
     # The submission runs as a uid of its own where it can (grader/walls.py): its scratch is its own.
     uid = walls.sandbox_uid(sandbox_env.IMPORT_ROOT) if role == "submission" else None
@@ -125,7 +128,7 @@ def spawn(role: str, cache_dir: Path | None) -> Spawned:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     command = [*walls.die_with_parent(), *entered, *launcher, sys.executable, "-m", "pytest_nodus.sandbox",
                "--requests-fd", str(req_r), "--replies-fd", str(rep_w), "--descriptors-fd", str(theirs.fileno()),
-               "--scratch", str(scratch), "--role", role]
+               "--scratch", str(scratch), "--role", role, *(["--preload", ",".join(preload)] if preload else [])]
     log = open(scratch / "sandbox.log", "wb")
     at = time.monotonic()
     try:

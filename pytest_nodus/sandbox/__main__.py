@@ -37,6 +37,7 @@ def _arguments(argv):
     parser.add_argument("--descriptors-fd", type=int, required=True)
     parser.add_argument("--scratch", required=True)
     parser.add_argument("--role", choices=("submission", "expert", "baseline"), required=True)
+    parser.add_argument("--preload", default="", help="modules a trusted role imports while it waits to start")
     return parser.parse_args(argv)
 
 
@@ -102,6 +103,13 @@ def main(argv=None) -> int:
     args = _arguments(argv)
     requests = Connection(args.requests_fd, writable=False)
     replies = Connection(args.replies_fd, readable=False)
+    if args.preload and args.role != "submission":
+        # A trusted role in standby (grader/standby.py): its compiler's modules now, beside the
+        # grader's start-up, instead of in its file's load on the grade's wall. Never a
+        # submission's: inductor must not be imported before its templates are stubbed.
+        for name in args.preload.split(","):
+            importlib.import_module(name)
+    marks.append(["preload", time.monotonic()])
     try:
         first = protocol.recv_request(requests)
     except EOFError:

@@ -26,11 +26,11 @@ def test_the_grade_and_each_size_say_where_the_time_went(grade):
     # From its launch on, each sandbox's stages lie within the size's start, the expert's within
     # that and the submission's first call (it is waited for at its own first call, the first
     # round's last); the two start side by side.
-    launched = [name for name in stages if name not in ("start_process", "start_standby")]
+    launched = [name for name in stages if name not in ("start_process", "start_preload", "start_standby")]
     assert sum(first[name] for name in launched) <= 2 * first["start"] + first["calls_first"] + 1.0
     # Spawned as pytest configured (grader/standby.py), each imported and waited for its launch
     # within the grade's start-up and this size's start.
-    waited = first["start_process"] + first["start_standby"]
+    waited = first["start_process"] + first["start_preload"] + first["start_standby"]
     assert 0 < waited <= 2 * (document["phases"]["startup"] + first["start"]) + 1.0
     # Each call's parts lie within the calls, and fill most of them (the rest is bookkeeping).
     parts = [f"calls_{part}" for part in ("freeze", "arm", "open", "go", "expert", "first", "setup", "close", "report")]
