@@ -23,7 +23,8 @@
 #   bash tools/gpu_check.sh bench        # attention benchmark, every kernel
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
 #   bash tools/gpu_check.sh attention_styles  # the correct attention styles, 3 sealed reruns each
-#   bash tools/gpu_check.sh walls        # which namespaces and uids keep CUDA IPC, the fd-exported arena (and its lifetime), the GPU gap probe
+#   bash tools/gpu_check.sh walls        # which namespaces and uids keep CUDA IPC, the fd-exported arena (and its lifetime), the GPU gap probe,
+#                                        # whether another process's persisting-L2 set-aside shrinks a process's L2
 #   bash tools/gpu_check.sh cgroups      # which cgroup controllers the grader could hold a sandbox's memory and tasks with (seconds)
 #   bash tools/gpu_check.sh tune         # chunked_prefill and moe_experts: expert and solution timed per
 #                                        # sealed size outside the grader (tools/bench_env.py), one after the other
@@ -108,7 +109,8 @@ for MODE in "${@:-quick}"; do
   walls)
     python3 tools/probe_walls_ipc.py 2>&1 | grep -v Warning
     python3 tools/probe_walls_vmm.py 2>&1 | grep -v Warning
-    python3 tools/probes/vmm_lifetime.py 2>&1 | grep -v Warning ;;
+    python3 tools/probes/vmm_lifetime.py 2>&1 | grep -v Warning
+    python3 tools/probes/l2_set_aside.py 2>&1 | grep -v Warning ;;
   cgroups) python3 tools/probes/cgroup_layout.py ;;
   cheats)
     # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
