@@ -61,7 +61,11 @@ def _check(grader, env: Environment, dims: dict, size_label: str, rerun: int, re
     sandboxes = {}
     for role, result in live.items():
         try:
-            sandboxes[role] = grader.pool.get(env, role, dims, result.phases)
+            sandbox = grader.pool.get(env, role, dims, result.phases)
+            sandbox.rest()  # until its call: the next attempt's file loads with this one frozen
+            if len(grader.roles) > 1:
+                grader.charge_leftovers(sandbox, role)  # its load's (grader/grading.py)
+            sandboxes[role] = sandbox
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
     fresh, references = None, None

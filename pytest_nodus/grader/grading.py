@@ -38,7 +38,7 @@ from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 # grader's own trusted code, so that first call gets this much; the submission never does.
 TRUSTED_FIRST_CALL_TIMEOUT_S = 900.0
 # In a batch, the calls after which an attempt's own GPU work may still be running before it
-# is taken out of the rounds as pending_work (see Grader._leftovers). Honest work never is:
+# is taken out of the rounds as pending_work (see Grader.charge_leftovers). Honest work never is:
 # the harness synchronises the device before it replies. Three, not one: another grade's
 # burst on a shared card can start just as a call ends, but not after three of one
 # attempt's calls and none of its batch-mates'.
@@ -167,7 +167,7 @@ class Grader:
             with phases.timed(result.phases, "rest"):
                 self._rest(sandbox, result, timed)
                 if len(self.roles) > 1:
-                    self._leftovers(sandbox, role)
+                    self.charge_leftovers(sandbox, role)
         if submission and reading.ok:
             with phases.timed(result.phases, "verification_outputs"):
                 for finding in checks.outputs(reading, slot, timed):
@@ -225,22 +225,23 @@ class Grader:
                                  f"another context held the GPU for {gpu_idle.SETTLE_S:.0f} s before the {role}'s "
                                  f"set-up (a step of {step / 1e6:.2f} ms in the idle probe)")
 
-    def _leftovers(self, sandbox: Sandbox, role: str) -> None:
-        """In a batch, after an attempt's call, its sandbox frozen: GPU work of its own that
-        still runs (queued by a thread past the harness's synchronise; freezing stops
-        threads, not kernels) would land in its batch-mates' windows and set-ups, voiding
-        their rounds up to ``gpu_contended``. So the grader waits it out here, where it is
-        known whose it is, and takes an attempt that does it again, or past the wait, out of
-        the rounds. Alone, an attempt's leftovers meet only the expert: its windows are voided
-        and its set-up waits (``gpu_idle.settle``)."""
+    def charge_leftovers(self, sandbox: Sandbox, role: str) -> None:
+        """In a batch, after an attempt's call or its file's load (files load one at a time:
+        ``protocol.LOAD``), its sandbox frozen: GPU work of its own that still runs (queued by
+        a thread past the harness's synchronise; freezing stops threads, not kernels) would
+        land in its batch-mates' windows and set-ups, voiding their rounds up to
+        ``gpu_contended``. So the grader waits it out here, where it is known whose it is, and
+        takes an attempt that does it again, or past the wait, out: raises SandboxFailure.
+        Alone, an attempt's leftovers meet only the expert: its windows are voided and its
+        set-up waits (``gpu_idle.settle``)."""
         if not sandbox.clock.idle_step_ns():
             return
         self.leftovers[role] = self.leftovers.get(role, 0) + 1
         held = gpu_idle.settle(sandbox.clock.idle_step_ns)
         if held or self.leftovers[role] >= LEFTOVER_CALLS:
             raise SandboxFailure("flagged", "pending_work",
-                                 f"its GPU work still ran after {self.leftovers[role]} of its calls had returned "
-                                 f"and the device was synchronised (the grader's idle probe, the sandbox frozen)")
+                                 f"its GPU work still ran after {self.leftovers[role]} of its calls (or its load) had "
+                                 f"returned and the device was synchronised (the grader's idle probe, the sandbox frozen)")
 
     def _rest(self, sandbox: Sandbox, result: SizeResult, timed: bool) -> None:
         """After a submission's call: its other threads are given a moment to fall idle, what

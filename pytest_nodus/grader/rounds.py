@@ -91,6 +91,12 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
             continue
         with phases.timed(result.phases, "start"):
             live[role].rest()  # from its start-up or its last size to its first call here
+            if len(grader.roles) > 1:
+                try:
+                    grader.charge_leftovers(live[role], role)  # its load's, before the next file loads
+                except SandboxFailure as failure:
+                    _leave(grader, role, failure, live, results)
+                    continue
         result.isolation, result.removed_fatbins = live[role].isolation, live[role].removed_fatbins
     if not live:
         return

@@ -175,6 +175,7 @@ class Sandbox:
         spawned, launcher, raised = self._spawned.at, self._spawned.launcher, self._spawned.raised
         staged = self._await_reply(self.startup_timeout_s, during=kernel_errors.STARTUP)
         staged_at = time.monotonic()
+        self.send({"op": protocol.LOAD})  # only now: the pool loads a batch's files one at a time
         hello = self._await_reply(self.startup_timeout_s, during="loading the kernel file")
         self.stages_ms = phases.stages(spawned, staged.get("marks"), staged_at, time.monotonic())
         self.pid = walls.sandbox_pid(self.process.pid) if launcher else self.process.pid

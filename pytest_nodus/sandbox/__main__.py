@@ -153,6 +153,12 @@ def main(argv=None) -> int:
         isolation = "trusted"
     marks.append(["confinement", time.monotonic()])
     protocol.send_reply(replies, {"stage": protocol.STAGED, "marks": marks})
+    try:
+        if protocol.recv_request(requests).get("op") != protocol.LOAD:
+            protocol.send_reply(replies, {"ok": False, protocol.HARNESS_ERROR: "expected LOAD after the start-up"})
+            return 0
+    except EOFError:
+        return 0  # closed before its file was wanted
     integrity = guard.Integrity(harness, outputs)  # before the submission runs a single line
     try:
         if removal_error is not None:

@@ -24,10 +24,12 @@ and process group), and one whose request pipe closes returns.
 The first message (``START``) says what the spawned process runs (the kernel file's copy,
 its entry point, the device, the variables to set, what is kept out, its task limit) and hands
 over the arena (its file descriptors, on the GPU, cross a socket of their own just before),
-the heap and the kernels to remove. It is answered twice: ``{"stage": STAGED, "marks"}`` once the sandbox
-is ready and before the kernel file loads (its start-up stages, ``[name, monotonic s]``:
-``grader/phases.py``), then the *hello*, ``{"ok", "isolation", "pid", "removed_fatbins"}`` or
-``{"ok": False, "error"}`` when the kernel file did not load.
+the heap and the kernels to remove. It is answered with ``{"stage": STAGED, "marks"}`` once the
+sandbox is ready and before the kernel file loads (its start-up stages, ``[name, monotonic s]``:
+``grader/phases.py``). The file loads only at ``LOAD``, answered by the *hello*,
+``{"ok", "isolation", "pid", "removed_fatbins"}`` or ``{"ok": False, "error"}`` when the kernel
+file did not load: a batch's sandboxes start side by side, but their files load one at a time,
+so that GPU work a load leaves running is known to be that file's (``Grader.charge_leftovers``).
 An ``error`` is ``{"type", "message", "frames"}``, ``frames`` the kernel file's lines of its
 traceback (``sandbox/tracebacks.py``), each ``{"line", "function", "text"}``.
 A reply holding ``HARNESS_ERROR`` means the harness itself failed.
@@ -40,7 +42,7 @@ import pickle
 from multiprocessing.connection import Connection
 from typing import Any
 
-START, CALL, GO, ACK, FINISH, WARM = "start", "call", "go", "ack", "finish", "warm"
+START, LOAD, CALL, GO, ACK, FINISH, WARM = "start", "load", "call", "go", "ack", "finish", "warm"
 ARMED, ENQUEUED, STAGED = "armed", "enqueued", "staged"
 HARNESS_ERROR = "harness_error"
 # Reply keys a call's report must hold, numbers the grader checks before using them.

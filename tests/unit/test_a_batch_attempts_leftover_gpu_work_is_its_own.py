@@ -35,7 +35,7 @@ def _sandbox(held_probes: int):
 def test_an_idle_gpu_after_the_call_costs_one_probe():
     grader = _grader()
     sandbox, probes = _sandbox(held_probes=0)
-    grader._leftovers(sandbox, "submission:1")
+    grader.charge_leftovers(sandbox, "submission:1")
     assert probes["runs"] == 1 and grader.leftovers == {}
 
 
@@ -43,11 +43,11 @@ def test_short_leftovers_are_waited_out_then_the_third_is_flagged():
     grader = _grader()
     for _ in range(grading.LEFTOVER_CALLS - 1):
         sandbox, probes = _sandbox(held_probes=2)
-        grader._leftovers(sandbox, "submission:1")
+        grader.charge_leftovers(sandbox, "submission:1")
         assert probes["runs"] == 3  # waited until the probe read the GPU idle
     sandbox, _ = _sandbox(held_probes=2)
     with pytest.raises(SandboxFailure) as raised:
-        grader._leftovers(sandbox, "submission:1")
+        grader.charge_leftovers(sandbox, "submission:1")
     assert raised.value.code == "pending_work" and raised.value.status == "flagged"
     assert grader.leftovers == {"submission:1": grading.LEFTOVER_CALLS}
 
@@ -55,7 +55,7 @@ def test_short_leftovers_are_waited_out_then_the_third_is_flagged():
 def test_leftovers_are_counted_per_attempt():
     grader = _grader()
     for role in ("submission", "submission:1", "submission:2"):
-        grader._leftovers(_sandbox(held_probes=1)[0], role)
+        grader.charge_leftovers(_sandbox(held_probes=1)[0], role)
     assert grader.leftovers == {"submission": 1, "submission:1": 1, "submission:2": 1}
 
 
@@ -63,5 +63,5 @@ def test_work_that_outlasts_the_wait_is_flagged_at_once(monkeypatch):
     monkeypatch.setattr(gpu_idle, "SETTLE_S", 0.05)
     sandbox, _ = _sandbox(held_probes=10 ** 9)
     with pytest.raises(SandboxFailure) as raised:
-        _grader()._leftovers(sandbox, "submission")
+        _grader().charge_leftovers(sandbox, "submission")
     assert raised.value.code == "pending_work"
