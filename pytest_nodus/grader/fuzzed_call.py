@@ -63,8 +63,7 @@ def _check(grader, env: Environment, dims: dict, size_label: str, rerun: int, re
         try:
             sandbox = grader.pool.get(env, role, dims, result.phases)
             sandbox.rest()  # until its call: the next attempt's file loads with this one frozen
-            if len(grader.roles) > 1:
-                grader.charge_leftovers(sandbox, role)  # its load's (grader/grading.py)
+            grader.charge_load(sandbox, role)  # a batch (grader/grading.py)
             sandboxes[role] = sandbox
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
@@ -85,6 +84,7 @@ def _check(grader, env: Environment, dims: dict, size_label: str, rerun: int, re
                 reply = sandbox.finish(grader.timeout(env))
             checks.finished(env, grader.trusted, reply, result)
             sandbox.rest()
+            grader.charge_leftovers(sandbox, role)  # a batch: its threads ran through the finish
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
             if failure.status == "timeout":

@@ -84,6 +84,7 @@ class Grader:
         self.smallest_failing: dict[str, dict] = {}
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
         self.leftovers: dict[str, int] = {}  # role -> calls after which its GPU work still ran (a batch)
+        self._loads_charged: set[int] = set()  # sandbox pids whose file's load was charged
 
     def close(self) -> None:
         self.pool.close()
@@ -166,8 +167,7 @@ class Grader:
             # few milliseconds at every size.
             with phases.timed(result.phases, "rest"):
                 self._rest(sandbox, result, timed)
-                if len(self.roles) > 1:
-                    self.charge_leftovers(sandbox, role)
+                self.charge_leftovers(sandbox, role)
         if submission and reading.ok:
             with phases.timed(result.phases, "verification_outputs"):
                 for finding in checks.outputs(reading, slot, timed):
@@ -225,16 +225,23 @@ class Grader:
                                  f"another context held the GPU for {gpu_idle.SETTLE_S:.0f} s before the {role}'s "
                                  f"set-up (a step of {step / 1e6:.2f} ms in the idle probe)")
 
+    def charge_load(self, sandbox: Sandbox, role: str) -> None:
+        """:meth:`charge_leftovers` once per sandbox process, after its file's load (files
+        load one at a time: ``protocol.LOAD``)."""
+        if sandbox.pid not in self._loads_charged:
+            self._loads_charged.add(sandbox.pid)
+            self.charge_leftovers(sandbox, role)
+
     def charge_leftovers(self, sandbox: Sandbox, role: str) -> None:
-        """In a batch, after an attempt's call or its file's load (files load one at a time:
-        ``protocol.LOAD``), its sandbox frozen: GPU work of its own that still runs (queued by
-        a thread past the harness's synchronise; freezing stops threads, not kernels) would
-        land in its batch-mates' windows and set-ups, voiding their rounds up to
-        ``gpu_contended``. So the grader waits it out here, where it is known whose it is, and
-        takes an attempt that does it again, or past the wait, out: raises SandboxFailure.
-        Alone, an attempt's leftovers meet only the expert: its windows are voided and its
-        set-up waits (``gpu_idle.settle``)."""
-        if not sandbox.clock.idle_step_ns():
+        """In a batch, after each time an attempt ran (its load, a call, a size's finish), its
+        sandbox frozen: GPU work of its own that still runs (queued by a thread past the
+        harness's synchronise; freezing stops threads, not kernels) would land in its
+        batch-mates' windows and set-ups, voiding their rounds up to ``gpu_contended``. So
+        the grader waits it out here, where it is known whose it is, and takes an attempt that
+        does it again, or past the wait, out: raises SandboxFailure. Alone, an attempt's
+        leftovers meet only the expert: its windows are voided and its set-up waits
+        (``gpu_idle.settle``)."""
+        if len(self.roles) < 2 or not sandbox.clock.idle_step_ns():
             return
         self.leftovers[role] = self.leftovers.get(role, 0) + 1
         held = gpu_idle.settle(sandbox.clock.idle_step_ns)

@@ -91,12 +91,11 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
             continue
         with phases.timed(result.phases, "start"):
             live[role].rest()  # from its start-up or its last size to its first call here
-            if len(grader.roles) > 1:
-                try:
-                    grader.charge_leftovers(live[role], role)  # its load's, before the next file loads
-                except SandboxFailure as failure:
-                    _leave(grader, role, failure, live, results)
-                    continue
+            try:
+                grader.charge_load(live[role], role)  # a batch: before the next file loads
+            except SandboxFailure as failure:
+                _leave(grader, role, failure, live, results)
+                continue
         result.isolation, result.removed_fatbins = live[role].isolation, live[role].removed_fatbins
     if not live:
         return
@@ -220,6 +219,7 @@ def _finish(grader, env: Environment, role: str, live: dict, results: dict) -> N
             reply = live[role].finish(grader.timeout(env))
         checks.finished(env, grader.trusted, reply, result)
         live[role].rest()
+        grader.charge_leftovers(live[role], role)  # a batch: its threads ran through the finish
     except SandboxFailure as failure:
         _leave(grader, role, failure, live, results)
         return

@@ -18,6 +18,9 @@ in its own arena, none timed, and each frozen again once it has answered.
 - The price, and why the option is off by default: an attempt's own set-up shares the GPU with
   its batch-mates', so an autotuner's timings (and the configuration it keeps) can differ from
   those of the same attempt graded alone. Timed calls never overlap: the rounds are unchanged.
+- GPU work the warm calls leave running is waited out before the rounds. Side by side, it is
+  no one attempt's: past the wait (``gpu_idle.settle``) every warmed attempt loses the size
+  as ``gpu_contended``, where a round's leftovers are charged to their maker alone.
 - A submission's idle count is taken just before, as before any untimed call
   (``Grader.idle_check``): its warm call's helper threads and compiler processes are its
   call's, not work done between calls.
@@ -38,7 +41,7 @@ import time
 
 import torch
 
-from pytest_nodus.grader import inputs, phases
+from pytest_nodus.grader import gpu_idle, inputs, phases
 from pytest_nodus.grader.results import SizeResult
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 
@@ -73,6 +76,16 @@ def warm(grader, env, dims: dict, label: str, sandboxes: dict[str, Sandbox], res
             failed[role] = failure
             continue
         sandbox.rest()
+    if running:
+        # What the warm calls left running on the GPU is waited out before the rounds; it cannot
+        # be charged to one attempt (they ran side by side, unlike a round's calls:
+        # Grader.charge_leftovers), so GPU work that outlasts the wait costs every warmed
+        # attempt the size: the price of the option in a batch with such a cheat in it.
+        step = gpu_idle.settle(running[0][1].clock.idle_step_ns)
+        for role, _ in running if step else ():
+            failed.setdefault(role, SandboxFailure("error", "gpu_contended",
+                                                   f"GPU work left by the batch's warm calls held the GPU for "
+                                                   f"{gpu_idle.SETTLE_S:.0f} s (a step of {step / 1e6:.2f} ms)"))
     wall_ms = 1e3 * (time.perf_counter() - started)
     for role in sandboxes:
         phases.add(results[role].phases, "warm", wall_ms)

@@ -1,7 +1,8 @@
-"""In a batch, GPU work an attempt leaves running after its call (its sandbox frozen) is waited
-out right there, before any batch-mate's call can meet it, and is charged to that attempt:
-the third time, or work that outlasts the wait, takes it out of the rounds as
-``pending_work``. A call after which the GPU is idle costs one probe and changes nothing."""
+"""In a batch, GPU work an attempt leaves running after its load, a call or a size's finish
+(its sandbox frozen) is waited out right there, before any batch-mate's call can meet it, and
+is charged to that attempt: the third time, or work that outlasts the wait, takes it out as
+``pending_work``. A call after which the GPU is idle costs one probe and changes nothing; a
+lone attempt is not probed."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ HELD_NS = 2_400_000
 
 
 def _grader() -> Grader:
-    grader = Grader.__new__(Grader)  # only the leftover count is read
-    grader.leftovers = {}
+    grader = Grader.__new__(Grader)  # only the roles and the leftover counts are read
+    grader.roles = ["submission", "submission:1", "submission:2"]
+    grader.leftovers, grader._loads_charged = {}, set()
     return grader
 
 
@@ -29,7 +31,7 @@ def _sandbox(held_probes: int):
         probes["runs"] += 1
         return HELD_NS if probes["runs"] <= held_probes else 0
 
-    return SimpleNamespace(clock=SimpleNamespace(idle_step_ns=step_ns)), probes
+    return SimpleNamespace(pid=4242, clock=SimpleNamespace(idle_step_ns=step_ns)), probes
 
 
 def test_an_idle_gpu_after_the_call_costs_one_probe():
@@ -65,3 +67,19 @@ def test_work_that_outlasts_the_wait_is_flagged_at_once(monkeypatch):
     with pytest.raises(SandboxFailure) as raised:
         _grader().charge_leftovers(sandbox, "submission")
     assert raised.value.code == "pending_work"
+
+
+def test_a_lone_attempt_is_not_probed():
+    grader = _grader()
+    grader.roles = ["submission"]
+    sandbox, probes = _sandbox(held_probes=10 ** 9)
+    grader.charge_leftovers(sandbox, "submission")
+    assert probes["runs"] == 0
+
+
+def test_a_load_is_charged_once_per_sandbox_process():
+    grader = _grader()
+    sandbox, probes = _sandbox(held_probes=1)
+    grader.charge_load(sandbox, "submission:1")
+    grader.charge_load(sandbox, "submission:1")  # the same process at its next size: not loaded again
+    assert probes["runs"] == 2 and grader.leftovers == {"submission:1": 1}
