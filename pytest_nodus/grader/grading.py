@@ -37,11 +37,11 @@ from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 # torch.compile takes minutes on the H200, past attention's call limit. They are the
 # grader's own trusted code, so that first call gets this much; the submission never does.
 TRUSTED_FIRST_CALL_TIMEOUT_S = 900.0
-# In a batch, the calls after which an attempt's own GPU work may still be running before it
-# is taken out of the rounds as pending_work (see Grader.charge_leftovers). Honest work never is:
-# the harness synchronises the device before it replies. Three, not one: another grade's
-# burst on a shared card can start just as a call ends, but not after three of one
-# attempt's calls and none of its batch-mates'.
+# In a batch, how often an attempt's own GPU work may be found still running after it ran (its
+# load, a call, a finish) before it is taken out as pending_work (Grader.charge_leftovers).
+# Honest work never is: the harness synchronises the device before it replies. Three, not one:
+# another grade's burst on a shared card can start just as a call ends, but not after three of
+# one attempt's calls and none of its batch-mates'.
 LEFTOVER_CALLS = 3
 
 
@@ -83,7 +83,7 @@ class Grader:
         # size where that kernel fails. By role.
         self.smallest_failing: dict[str, dict] = {}
         self._warmed: set[tuple] = set()  # (sandbox pid, dims) a trusted sandbox has already run
-        self.leftovers: dict[str, int] = {}  # role -> calls after which its GPU work still ran (a batch)
+        self.leftovers: dict[str, int] = {}  # role -> times its GPU work still ran after it did (a batch)
         self._loads_charged: set[int] = set()  # sandbox pids whose file's load was charged
 
     def close(self) -> None:
@@ -247,8 +247,9 @@ class Grader:
         held = gpu_idle.settle(sandbox.clock.idle_step_ns)
         if held or self.leftovers[role] >= LEFTOVER_CALLS:
             raise SandboxFailure("flagged", "pending_work",
-                                 f"its GPU work still ran after {self.leftovers[role]} of its calls (or its load) had "
-                                 f"returned and the device was synchronised (the grader's idle probe, the sandbox frozen)")
+                                 f"its GPU work still ran {self.leftovers[role]} times after it had replied (its load, "
+                                 f"a call or a finish) and the device was synchronised (the grader's idle probe, the "
+                                 f"sandbox frozen)")
 
     def _rest(self, sandbox: Sandbox, result: SizeResult, timed: bool) -> None:
         """After a submission's call: its other threads are given a moment to fall idle, what
