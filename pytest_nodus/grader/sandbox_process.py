@@ -120,8 +120,8 @@ class Sandbox:
     def launch(self, arena_capacity: int) -> None:
         """The first half of :meth:`start`: the process spawned (unless it was, ahead of the
         grade: ``grader/standby.py``), its limits written, the arena made and sent with
-        what to run; it then starts on its own (device context, confinement, the kernel
-        file) while the grader does other work, until :meth:`ready` waits for it."""
+        what to run; it then starts on its own (device context, confinement) while the
+        grader does other work, until :meth:`ready` lets the kernel file load and waits for it."""
         import torch
 
         if self._spawned is None:
@@ -170,8 +170,9 @@ class Sandbox:
                    "removed_templates": list(self.removed_templates), "max_tasks": max_tasks})
 
     def ready(self) -> None:
-        """The second half of :meth:`start`: wait for the launched process's start-up and the
-        kernel file's load, and read what held around it."""
+        """The second half of :meth:`start`: wait for the launched process's start-up, let
+        the kernel file load (``protocol.LOAD``), wait for the load, and read what held
+        around it."""
         spawned, launcher, raised = self._spawned.at, self._spawned.launcher, self._spawned.raised
         staged = self._await_reply(self.startup_timeout_s, during=kernel_errors.STARTUP)
         staged_at = time.monotonic()
