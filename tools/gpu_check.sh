@@ -118,11 +118,16 @@ for MODE in "${@:-quick}"; do
     # CHEATS="rmsnorm/kill_grader attention_backward/zero_gradients" grades only those.
     # Attention cheats one at a time by default (ATTENTION_PARALLEL): several attention
     # graders on one GPU can run it out of memory, which floors a size as grader_out_of_memory.
+    # Cheats that keep the GPU busy between their calls run alone, after the others: beside
+    # another grade they would stop its sizes as gpu_contended, not as its file declares.
+    alone="gpu_work_left_when_frozen|gpu_hog_between_calls|spin_after_return|contend_with_the_experts_setup|contend_with_the_experts_choice"
     for env in rmsnorm:20:${RMSNORM_PARALLEL:-4} attention_backward:60:${ATTENTION_PARALLEL:-1} \
-               chunked_prefill:60:${ATTENTION_PARALLEL:-1} moe_experts:60:${ATTENTION_PARALLEL:-1}; do
-      IFS=: read -r name limit lanes <<< "$env"
+               chunked_prefill:60:${ATTENTION_PARALLEL:-1} moe_experts:60:${ATTENTION_PARALLEL:-1} \
+               rmsnorm:20:1:alone moe_experts:60:1:alone; do
+      IFS=: read -r name limit lanes only <<< "$env"
       { if [ -n "${CHEATS:-}" ]; then printf '%s\n' $CHEATS | grep "^$name/" | sed 's#^#tests/cheats/#; s#$#.py#'
-        else ls tests/cheats/$name/*.py; fi; } | xargs -r -P $lanes -I{} bash -c \
+        else ls tests/cheats/$name/*.py; fi; } | { if [ -n "$only" ]; then grep -E "/($alone)\.py$"; else grep -vE "/($alone)\.py$"; fi; } \
+        | xargs -r -P $lanes -I{} bash -c \
         "f={}; grade $name cheat_\$(basename \$f .py) \$f $SEALED --nodus-call-timeout=$limit -k 'public-0 or hidden-0'"
     done ;;
   gpu_cheats)
