@@ -15,6 +15,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from pytest_nodus.grader.environment import load_timeout_s
+
 BEGIN = "<!-- nodus:declared: generated from environment.py by nodus-card; do not edit by hand -->"
 END = "<!-- /nodus:declared -->"
 KINDS = {"cuda": "GPU", "cpu": "CPU (local mode)"}
@@ -54,6 +56,7 @@ def render(env) -> str:
         "public sizes (timed)": lambda k, p: "<br>".join(_dims(d) for d in p.sizes),
         "fuzzed sizes": lambda k, p: _domain(p.domain),
         "time limit per call": lambda k, p: f"{p.call_timeout_s:g} s",
+        "time limit for the kernel file's import": lambda k, p: f"{load_timeout_s(p.call_timeout_s):g} s",
         # Reserved per grade on a shared GPU (grader/gpu_ledger.py); a CPU grade reserves nothing.
         "GPU memory besides inputs and outputs": lambda k, p: f"up to {p.memory_gib:g} GiB" if k == "cuda" else "-",
         # Held by the kernel where the grader can make limit cgroups (grader/cgroup_limits.py).

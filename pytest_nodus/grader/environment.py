@@ -182,6 +182,15 @@ class Cost:
 # and the driver's pinned buffers besides the submission's own; the CPU sizes are small, and
 # 4 GiB leaves torch and the Triton interpreter room over them.
 HOST_MEMORY_GIB = {"cuda": 32.0, "cpu": 4.0}
+# The least a submission's kernel file gets to import: a file may build ahead at import what it
+# would otherwise build at its first call (a CUDA extension through nvcc takes tens of
+# seconds), so it gets its call limit, and never less than this.
+LOAD_TIMEOUT_FLOOR_S = 60.0
+
+
+def load_timeout_s(call_timeout_s: float) -> float:
+    """How long a submission's kernel file may take to import, given its call limit."""
+    return max(call_timeout_s, LOAD_TIMEOUT_FLOOR_S)
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ def _check(grader, env: Environment, dims: dict, size_label: str, rerun: int, re
             sandboxes[role] = sandbox
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
+            if failure.status == "timeout":
+                grader.hung[role] = failure  # a file that hung at its import: not started again
     fresh, references = None, None
     for role, sandbox in sandboxes.items():
         result = live[role]

@@ -68,6 +68,7 @@ class Grader:
         # run the kernels the environment forbids; every other check still applies.
         self.trusted = trusted
         self.pool = SandboxPool(submissions, device, audit, expert_cache, trusted)
+        self.pool.call_limit = self.timeout
         self.failed_baselines: set[str] = set()  # a baseline that failed once is not retried this grade
         self.plan = rounds.PLANS[device.kind]
         self.call_timeout_override: float | None = None

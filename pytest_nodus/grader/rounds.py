@@ -88,6 +88,8 @@ def _grade(grader, env: Environment, size: Size, label: str, results: dict[str, 
             live[role] = grader.pool.get(env, role, size.dims, result.phases)
         except SandboxFailure as failure:
             result.flag(failure.code, failure.detail)
+            if failure.status == "timeout":
+                grader.hung[role] = failure  # a file that hung at its import: not started again
             continue
         with phases.timed(result.phases, "start"):
             live[role].rest()  # from its start-up or its last size to its first call here

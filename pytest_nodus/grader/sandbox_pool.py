@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from pytest_nodus.grader import inputs, phases, roles, standby
-from pytest_nodus.grader.environment import Environment
+from pytest_nodus.grader.environment import Environment, load_timeout_s
 from pytest_nodus.grader.processes import adopt_orphans, stray_processes
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 from pytest_nodus.grader.sandbox_spawn import Spawned
@@ -44,6 +44,8 @@ class SandboxPool:
         self._fatbins: dict[str, dict] = {}  # environment name -> fatbins removed from submissions
         # role -> a process spawned as pytest configured (grader/standby.py), for the role's first start
         self.standby: dict[str, Spawned] = {}
+        # env -> a submission's call limit there, --nodus-call-timeout included (Grader.timeout)
+        self.call_limit = lambda env: env.profile(device.kind).call_timeout_s
 
     def all(self):
         """The sandboxes started and ready: those a call freezes while another role runs."""
@@ -191,7 +193,8 @@ class SandboxPool:
                           removed_templates=keep_out.templates if kept_out else (),
                           # The grader's own files hold no budget: only what it grades is limited.
                           limits=profile.sandbox_limits(self.device.kind) if process_role == "submission" else None,
-                          spawned=spawned)
+                          spawned=spawned,
+                          load_timeout_s=load_timeout_s(self.call_limit(env)) if process_role == "submission" else None)
         # A process that leaves a sandbox's tree comes back here (stray_processes). Set at the
         # first start, not at construction: a grade that starts nothing changes nothing.
         adopt_orphans()

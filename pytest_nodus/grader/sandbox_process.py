@@ -53,13 +53,17 @@ class Sandbox:
                  startup_timeout_s: float = 300.0, audit: bool = True, cache_dir: Path | None = None,
                  unreadable_libraries: tuple[str, ...] = (), removed_kernels: dict | None = None,
                  removed_templates: tuple[str, ...] = (), unreadable_packages: tuple[str, ...] = (),
-                 limits: tuple[int, int] | None = None, spawned: Spawned | None = None):
+                 limits: tuple[int, int] | None = None, spawned: Spawned | None = None,
+                 load_timeout_s: float | None = None):
         self.kernel_path = Path(kernel_path)
         self.limit_values = limits  # (host memory bytes, tasks): grader/cgroup_limits.py
         self.role = role
         self.device = device
         self.entry_point = entry_point
         self.startup_timeout_s = startup_timeout_s
+        # The kernel file's import: a submission's is limited as its calls are
+        # (environment.load_timeout_s); the grader's own files get the start-up's.
+        self.load_timeout_s = load_timeout_s if load_timeout_s is not None else startup_timeout_s
         self.audit = audit
         self.cache_dir = cache_dir  # persistent compile cache, for the trusted expert only
         self.unreadable_libraries = tuple(unreadable_libraries)  # a submission's only
@@ -177,7 +181,7 @@ class Sandbox:
         staged = self._await_reply(self.startup_timeout_s, during=kernel_errors.STARTUP)
         staged_at = time.monotonic()
         self.send({"op": protocol.LOAD})  # only now: the pool loads a batch's files one at a time
-        hello = self._await_reply(self.startup_timeout_s, during="loading the kernel file")
+        hello = self._await_reply(self.load_timeout_s, during="loading the kernel file")
         self.stages_ms = phases.stages(spawned, staged.get("marks"), staged_at, time.monotonic())
         self.pid = walls.sandbox_pid(self.process.pid) if launcher else self.process.pid
         if self.pid is None:
