@@ -171,7 +171,10 @@ class Sandbox:
                    "device": self.device, "kernel": str(kernel_copy), "entry_point": self.entry_point,
                    "audit": self.audit, "unreadable_libraries": list(self.unreadable_libraries),
                    "unreadable_packages": list(self.unreadable_packages),
-                   "removed_templates": list(self.removed_templates), "max_tasks": max_tasks})
+                   "removed_templates": list(self.removed_templates), "max_tasks": max_tasks,
+                   # A submission's file loads only when ready() asks (protocol.LOAD); the
+                   # grader's own files load at once, beside the first round's calls.
+                   "wait_for_load": self.role == "submission"})
 
     def ready(self) -> None:
         """The second half of :meth:`start`: wait for the launched process's start-up, let
@@ -180,7 +183,8 @@ class Sandbox:
         spawned, launcher, raised = self._spawned.at, self._spawned.launcher, self._spawned.raised
         staged = self._await_reply(self.startup_timeout_s, during=kernel_errors.STARTUP)
         staged_at = time.monotonic()
-        self.send({"op": protocol.LOAD})  # only now: the pool loads a batch's files one at a time
+        if self.role == "submission":
+            self.send({"op": protocol.LOAD})  # only now: the pool loads a batch's files one at a time
         hello = self._await_reply(self.load_timeout_s, during="loading the kernel file")
         self.stages_ms = phases.stages(spawned, staged.get("marks"), staged_at, time.monotonic())
         self.pid = walls.sandbox_pid(self.process.pid) if launcher else self.process.pid

@@ -154,7 +154,7 @@ def main(argv=None) -> int:
     marks.append(["confinement", time.monotonic()])
     protocol.send_reply(replies, {"stage": protocol.STAGED, "marks": marks})
     try:
-        if protocol.recv_request(requests).get("op") != protocol.LOAD:
+        if first.get("wait_for_load") and protocol.recv_request(requests).get("op") != protocol.LOAD:
             protocol.send_reply(replies, {"ok": False, protocol.HARNESS_ERROR: "expected LOAD after the start-up"})
             return 0
     except EOFError:

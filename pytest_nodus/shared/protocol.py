@@ -26,10 +26,12 @@ its entry point, the device, the variables to set, what is kept out, its task li
 over the arena (its file descriptors, on the GPU, cross a socket of their own just before),
 the heap and the kernels to remove. It is answered with ``{"stage": STAGED, "marks"}`` once the
 sandbox is ready and before the kernel file loads (its start-up stages, ``[name, monotonic s]``:
-``grader/phases.py``). The file loads only at ``LOAD``, answered by the *hello*,
+``grader/phases.py``). A submission's file (``START``'s ``wait_for_load``) loads only at
+``LOAD``: a batch's sandboxes start side by side, but their files load one at a time, so that
+GPU work a load leaves running is known to be that file's (``Grader.charge_load``); the
+grader's own files load at once. The load is answered by the *hello*,
 ``{"ok", "isolation", "pid", "removed_fatbins"}`` or ``{"ok": False, "error"}`` when the kernel
-file did not load: a batch's sandboxes start side by side, but their files load one at a time,
-so that GPU work a load leaves running is known to be that file's (``Grader.charge_leftovers``).
+file did not load.
 An ``error`` is ``{"type", "message", "frames"}``, ``frames`` the kernel file's lines of its
 traceback (``sandbox/tracebacks.py``), each ``{"line", "function", "text"}``.
 A reply holding ``HARNESS_ERROR`` means the harness itself failed.
