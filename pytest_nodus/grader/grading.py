@@ -133,11 +133,12 @@ class Grader:
         submission = is_submission(role)
         first_call = (sandbox.process.pid, tuple(sorted(dims.items())))  # a restarted sandbox compiles again
         go_part = "go" if submission else "expert"
-        setup = first_call not in self._warmed and not submission
+        setup = False  # a trusted role's first call at a size: it waits for an idle GPU
         if first_call not in self._warmed:
             # A sandbox's first call at a size builds what its shapes need (compiles, autotuning,
             # cuDNN graphs): the submission's own cost, or the expert's setup.
             go_part = "first" if submission else "setup"
+            setup = not submission
             timeout = self.first_call_timeout(env, role)
         outputs = [(spec.concrete_shape(dims), spec.dtype) for spec in env.contract.outputs]
         with phases.timed(result.phases, "verification_place"):

@@ -39,8 +39,8 @@ def wanted(config, options: Options) -> list[str]:
     return [*([] if options.fail_fast else ["expert"]), *roles.submission_roles(len(options.submissions))]
 
 
-# dynamo (torch.compile's tracer) and inductor's compile_fx: ~5 s of imports on this project's
-# 2-core machine, ~7 s of the rmsnorm expert's load on the H200 (docs/throughput.md).
+# dynamo (torch.compile's tracer) and inductor's compile_fx: seconds of imports that a
+# compiling expert's file otherwise pays in its load (figures: docs/throughput.md).
 TRUSTED_PRELOAD = ("torch._dynamo", "torch._inductor.compile_fx")
 
 
