@@ -46,6 +46,7 @@
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
+#                                        # (PHASES_TWICE=1: each again on the warm host)
 #   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
 #   bash tools/gpu_check.sh gpu_memory_owners  # which processes NVML charges GPU memory to while a grade runs
 #   bash tools/gpu_check.sh exact_references  # plain and tensor-core fp32 references per sealed size (prefill,
@@ -234,29 +235,39 @@ for MODE in "${@:-quick}"; do
     # starting kernel, the correct styles, 12 cheats), then, with BATCH_SEPARATE=1, each alone
     # with the same --nodus-seed to compare verdicts (local grades: a sealed one draws a secret
     # seed). BATCH_SEALED=1 grades the batch sealed instead, for its wall time; BATCH_WARM=1
-    # adds --nodus-warm-together (the attempts' first calls side by side).
+    # adds --nodus-warm-together (the attempts' first calls side by side). BATCH_K="-k expr"
+    # grades the same sizes both ways (a whole grade per attempt does not fit one device
+    # call); BATCH_PART=batch or separate runs one half (two calls on a warm machine).
     folder=$WORK/attempts; mkdir -p $folder
     cp expert/attention_backward/solution.py $folder/solution.py
     cp env_suites/attention_backward/starting_kernel.py $folder/starting_kernel.py
     for f in tests/correct/attention_backward/*.py; do cp $f $folder/correct_$(basename $f); done
     for f in $(ls tests/cheats/attention_backward/*.py | head -12); do cp $f $folder/cheat_$(basename $f); done
-    # An H200 holds 3 attention attempts' sandboxes at once (docs/batch.md): runs of BATCH_ROOM.
-    t0=$(date +%s.%N); run=0
-    ls $folder/*.py | xargs -n ${BATCH_ROOM:-3} | while read -r files; do
-      run=$((run + 1)); left=$(( NODUS_DEADLINE - $(date +%s) ))
-      if [ $left -lt 30 ]; then echo "run $run skipped (deadline)"; continue; fi
-      timeout $left python3 -m pytest env_suites/attention_backward -q -p no:cacheprovider \
-        --nodus-submission=$(echo $files | tr ' ' ':') --nodus-json=$WORK/batch$run --nodus-call-timeout=60 \
-        $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) \
-        $([ -n "${BATCH_WARM:-}" ] && echo --nodus-warm-together) \
-        > $WORK/batch$run.log 2>&1
-      echo "run $run rc=$?: $(echo $files | wc -w) attempts"; grep -A6 "pytest-nodus batch" $WORK/batch$run.log
-    done
-    echo "batch of $(ls $folder | wc -l) in runs of ${BATCH_ROOM:-3}: wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
-    if [ -n "${BATCH_SEPARATE:-}" ]; then
-      for f in $folder/*.py; do
-        grade attention_backward alone_$(basename $f .py) $f --nodus-seed=${BATCH_SEED:-7} --nodus-call-timeout=60
+    if [ "${BATCH_PART:-batch}" != separate ]; then
+      # An H200 holds 3 attention attempts' sandboxes at once (docs/batch.md): runs of BATCH_ROOM.
+      t0=$(date +%s.%N); run=0
+      ls $folder/*.py | xargs -n ${BATCH_ROOM:-3} | while read -r files; do
+        run=$((run + 1)); left=$(( NODUS_DEADLINE - $(date +%s) ))
+        if [ $left -lt 30 ]; then echo "run $run skipped (deadline)"; continue; fi
+        timeout $left python3 -m pytest env_suites/attention_backward -q -p no:cacheprovider \
+          --nodus-submission=$(echo $files | tr ' ' ':') --nodus-json=$WORK/batch$run --nodus-call-timeout=60 \
+          $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) \
+          $([ -n "${BATCH_WARM:-}" ] && echo --nodus-warm-together) ${BATCH_K:+-k "$BATCH_K"} \
+          > $WORK/batch$run.log 2>&1
+        echo "run $run rc=$?: $(echo $files | wc -w) attempts"; grep -A6 "pytest-nodus batch" $WORK/batch$run.log
       done
+      echo "batch of $(ls $folder | wc -l) in runs of ${BATCH_ROOM:-3}: wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
+      ls $WORK/batch*/grades.jsonl >/dev/null 2>&1 && cat $WORK/batch*/grades.jsonl > $WORK/batch_rows.jsonl &&
+        python3 -m pytest_nodus.commands.plot $WORK/batch_rows.jsonl -o $OUT/batch_attention.png \
+          --title "pytest-nodus: $(ls $folder | wc -l) attention attempts graded in batches ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+    fi
+    if [ -n "${BATCH_SEPARATE:-}" ] || [ "${BATCH_PART:-}" = separate ]; then
+      t0=$(date +%s.%N)
+      for f in $folder/*.py; do
+        grade attention_backward alone_$(basename $f .py) $f --nodus-seed=${BATCH_SEED:-7} --nodus-call-timeout=60 \
+          ${BATCH_K:+-k "$BATCH_K"}
+      done
+      echo "$(ls $folder | wc -l) separate grades: wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
     fi ;;
   batch_leftovers)
     # A batch whose cheats leave GPU work running after their calls (grader/grading.py,
@@ -275,8 +286,14 @@ for MODE in "${@:-quick}"; do
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   phases)
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
-    grade rmsnorm phases_rmsnorm expert/rmsnorm/solution.py $SEALED
-    grade attention_backward phases_attention expert/attention_backward/solution.py $SEALED ;;
+    # PHASES_TWICE=1 grades each again at once: the second finds the host warm (the page cache,
+    # the grader's Triton cache, the expert's compile cache), as a pipeline's grading host is
+    # after its first grade; the submission compiles anew in its own sandbox either way.
+    for pass in 1 ${PHASES_TWICE:+2}; do
+      suffix=$([ $pass = 2 ] && echo _warm)
+      grade rmsnorm phases_rmsnorm$suffix expert/rmsnorm/solution.py $SEALED
+      grade attention_backward phases_attention$suffix expert/attention_backward/solution.py $SEALED
+    done ;;
   compile_ahead)
     # The attention solution with its autotuning candidates compiled side by side
     # (COMPILE_AHEAD), then as it is, one sealed rerun each, alone: calls_first is the figure.

@@ -1,6 +1,7 @@
 """Reward against measured speed: what the timer saw next to what was paid.
 
     nodus-plot GRADES.json... -o reward.png [--title TEXT]
+    nodus-plot RUN/grades.jsonl... -o reward.png    # batches' summaries, one point per row
 
 (``nodus-ray --png`` draws a batch's rows the same way.)
 
@@ -63,6 +64,18 @@ def points_from_rows(rows) -> dict[str, list[Point]]:
     return points
 
 
+def points_from_paths(paths) -> dict[str, list[Point]]:
+    """Grade documents (``.json``) and batch summaries (``.jsonl``) together: a batch graded
+    in several runs (gpu_check's runs of BATCH_ROOM) is drawn as one figure of every attempt."""
+    paths = list(map(Path, paths))
+    rows = [json.loads(line) for path in paths if path.suffix == ".jsonl"
+            for line in path.read_text().splitlines() if line.strip()]
+    points = points_from_grades([path for path in paths if path.suffix != ".jsonl"])
+    for label, pts in points_from_rows(rows).items():
+        points.setdefault(label, []).extend(pts)
+    return points
+
+
 STYLES = {"cheats": ("x", "red"), "correct kernels": ("o", "tab:blue"), "solution": ("*", "tab:green"),
           "starting kernel": ("s", "tab:orange"), "expert as submission": ("D", "black"), "other": (".", "grey"),
           "attempts, correct": ("o", "tab:blue"), "attempts, not correct": ("x", "red")}
@@ -108,7 +121,7 @@ def main(argv=None) -> int:
     parser.add_argument("-o", "--output", type=Path, default=Path("reward.png"))
     parser.add_argument("--title", default=TITLE)
     args = parser.parse_args(argv)
-    draw(points_from_grades(args.grades), args.output, args.title)
+    draw(points_from_paths(args.grades), args.output, args.title)
     print(args.output)
     return 0
 
