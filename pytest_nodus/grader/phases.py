@@ -17,7 +17,9 @@ Per size (``SizeResult.phases``, ms):
                     compiler: grader/standby.py), ``standby`` (waiting for its launch), ``context`` (the device's
                     context), ``removal`` (library kernels removed), ``arena`` (grader-owned
                     memory mapped, Triton imported), ``confinement`` (Landlock, seccomp),
-                    ``load`` (the kernel file imported). A sandbox spawned as pytest configured
+                    ``load`` (the kernel file imported); ``grader``, the grader's own side of
+                    the launch (at the grade's first: its device context and its clock's
+                    kernels; each time: the arena made and sent). A sandbox spawned as pytest configured
                     (``grader/standby.py``) spent its ``process`` and ``standby`` before the
                     size began, beside the grader's own start-up
 ``gpu_wait``        waiting for the GPU that other grades on it held for their timing

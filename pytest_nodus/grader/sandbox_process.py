@@ -82,6 +82,7 @@ class Sandbox:
         self.idle = IdleWatch()  # what it ran between calls (grader/idle_work.py)
         self.removed_fatbins = 0  # fatbins this sandbox overwrote (sandbox/fatbin_removal.py), as it said
         self.stages_ms: dict[str, float] | None = None  # its start-up by stage (grader/phases.py), until taken
+        self._launch_ms = 0.0  # the grader's own side of launch(): its device's first use, the arena
         # Its process, channels, scratch, cgroup and limits (grader/sandbox_spawn.py): None
         # until spawned or adopted, and again once closed.
         self._spawned: Spawned | None = None
@@ -128,6 +129,7 @@ class Sandbox:
         grader does other work, until :meth:`ready` lets the kernel file load and waits for it."""
         import torch
 
+        began = time.perf_counter()
         if self._spawned is None:
             self._adopt(spawn(self.role, self.cache_dir))
         spawned = self._spawned
@@ -175,6 +177,7 @@ class Sandbox:
                    # A submission's file loads only when ready() asks (protocol.LOAD); the
                    # grader's own files load at once, beside the first round's calls.
                    "wait_for_load": self.role == "submission"})
+        self._launch_ms = 1e3 * (time.perf_counter() - began)
 
     def ready(self) -> None:
         """The second half of :meth:`start`: wait for the launched process's start-up, let
@@ -187,6 +190,7 @@ class Sandbox:
             self.send({"op": protocol.LOAD})  # only now: the pool loads a batch's files one at a time
         hello = self._await_reply(self.load_timeout_s, during="loading the kernel file")
         self.stages_ms = phases.stages(spawned, staged.get("marks"), staged_at, time.monotonic())
+        self.stages_ms["start_grader"] = self._launch_ms
         self.pid = walls.sandbox_pid(self.process.pid) if launcher else self.process.pid
         if self.pid is None:
             self._kill()
