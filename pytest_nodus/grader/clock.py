@@ -126,6 +126,8 @@ class GraderClock:
         self._snapshot: list[torch.Tensor] = []
         self.arena = arena
         self._outputs: list[tuple[int, torch.dtype, tuple[int, ...]]] = []  # (bytes, dtype, shape) per output
+        self._beside = None  # (stream, IdleProbe) of queue_idle_step, made at its first use
+        self._beside_queued = False
         if self.cuda:
             self.memory_ops = StreamMemoryOps()
             self.flag = flag_word(arena)
@@ -302,6 +304,30 @@ class GraderClock:
             self.probe.run()
         self.probe.wait()
         return self.probe.contended_ns()
+
+    def queue_idle_step(self) -> None:
+        """Queue the idle probe on a stream of its own, to run beside the grader's own work
+        (a call's verification) instead of before it: kernels of one context run side by side
+        without the time-slicing the probe detects, so only another context's work shows as a
+        step (grader/gpu_idle.py). Read it with :meth:`queued_idle_step_ns`."""
+        if not self.cuda:
+            return
+        if self._beside is None:
+            self._beside = (torch.cuda.Stream(self.device), IdleProbe(self.device))
+        stream, probe = self._beside
+        with torch.cuda.stream(stream):
+            probe.run()
+        self._beside_queued = True
+
+    def queued_idle_step_ns(self) -> int | None:
+        """The queued probe's step over the limit (0: the GPU was the grader's alone while it
+        ran), once it has ended; None where none was queued since the last reading."""
+        if not self._beside_queued:
+            return None
+        self._beside_queued = False
+        probe = self._beside[1]
+        probe.wait()
+        return probe.contended_ns()
 
     def probed(self) -> None:
         """Return once the window's idle probe has ended: only then may the sandbox go."""

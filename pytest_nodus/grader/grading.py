@@ -124,7 +124,19 @@ class Grader:
               timed: bool):
         """One verified call. Returns (CallTimes, references) or raises SandboxFailure."""
         with phases.remainder(result.phases, "verification", ("calls", "reference", "rest")):
-            return self._verified_call(env, sandbox, dims, fresh, references, result, role, timed)
+            try:
+                return self._verified_call(env, sandbox, dims, fresh, references, result, role, timed)
+            finally:
+                with phases.timed(result.phases, "rest"):
+                    self._charge_probed(sandbox, role)
+
+    def _charge_probed(self, sandbox: Sandbox, role: str) -> None:
+        """The leftover probe queued after a batch attempt's call: it ran beside the call's
+        verification and costs nothing where it read the GPU idle; where it did not, the work
+        is waited out and charged (:meth:`charge_leftovers`, whose own probe, run alone,
+        decides). Work that ended during the checks met no batch-mate."""
+        if sandbox.clock.queued_idle_step_ns():
+            self.charge_leftovers(sandbox, role)
 
     def _verified_call(self, env, sandbox: Sandbox, dims, fresh: dict, references, result: SizeResult, role: str,
                        timed: bool):
@@ -169,7 +181,10 @@ class Grader:
             # few milliseconds at every size.
             with phases.timed(result.phases, "rest"):
                 self._rest(sandbox, result, timed)
-                self.charge_leftovers(sandbox, role)
+                if len(self.roles) > 1:
+                    # A batch: its leftovers are probed beside the checks below, and charged
+                    # (charge_leftovers) once they are done, in call().
+                    sandbox.clock.queue_idle_step()
         if submission and reading.ok:
             with phases.timed(result.phases, "verification_outputs"):
                 for finding in checks.outputs(reading, slot, timed):
