@@ -24,7 +24,8 @@
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
 #   bash tools/gpu_check.sh attention_styles  # the correct attention styles, 3 sealed reruns each
 #   bash tools/gpu_check.sh walls        # which namespaces and uids keep CUDA IPC, the fd-exported arena (and its lifetime), the GPU gap probe,
-#                                        # whether another process's persisting-L2 set-aside shrinks a process's L2
+#                                        # whether another process's persisting-L2 set-aside shrinks a process's L2,
+#                                        # whether the idle probe reads the grader's own kernels beside it as idle
 #   bash tools/gpu_check.sh cgroups      # which cgroup controllers the grader could hold a sandbox's memory and tasks with (seconds)
 #   bash tools/gpu_check.sh tune         # chunked_prefill and moe_experts: expert and solution timed per
 #                                        # sealed size outside the grader (tools/bench_env.py), one after the other
@@ -111,7 +112,8 @@ for MODE in "${@:-quick}"; do
     python3 tools/probe_walls_ipc.py 2>&1 | grep -v Warning
     python3 tools/probe_walls_vmm.py 2>&1 | grep -v Warning
     python3 tools/probes/vmm_lifetime.py 2>&1 | grep -v Warning
-    python3 tools/probes/l2_set_aside.py 2>&1 | grep -v Warning ;;
+    python3 tools/probes/l2_set_aside.py 2>&1 | grep -v Warning
+    python3 tools/probes/probe_beside_own_work.py 2>&1 | grep -v Warning ;;
   cgroups) python3 tools/probes/cgroup_layout.py ;;
   cheats)
     # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
@@ -282,6 +284,7 @@ for MODE in "${@:-quick}"; do
     timeout 400 python3 -m pytest env_suites/rmsnorm -q -p no:cacheprovider --nodus-submission=$folder \
       --nodus-json=$WORK/batch_leftovers --nodus-seed=11 > $WORK/batch_leftovers.log 2>&1
     echo "batch rc=$?"; grep -A8 "pytest-nodus batch" $WORK/batch_leftovers.log
+    python3 tools/probes/probe_beside_own_work.py 2>&1 | grep -v Warning  # what the batch's leftover probe assumes
     grade rmsnorm alone_solution expert/rmsnorm/solution.py --nodus-seed=11
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   phases)
