@@ -10,8 +10,9 @@ What both kernels exploit:
   loop runs without a mask; only the last key tiles (the causal diagonal and the sequence's
   end) are masked, and keys past the end get probability exactly 0, so the garbage behind
   them (finite by contract) adds nothing.
-- The block list is made on the device (no host sync) and ordered by the keys each block
-  visits, largest first, so the long prefill's late blocks start before the short chunks.
+- The block list is made on the device (no host sync) in one launch (``_plan_blocks``) and
+  ordered by the keys each block visits, largest first, so the long prefill's late blocks
+  start before the short chunks.
 - exp2 with the softmax scale folded into log2(e); P V accumulates into the running output
   inside the matrix product.
 
@@ -368,20 +369,54 @@ def _config(d: int, page: int, device: torch.device) -> dict:
     return dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3, TMA=True)
 
 
+@triton.jit
+def _plan_blocks(cu_ptr, seqlens_ptr, item_seq_ptr, item_start_ptr, count_ptr, sequences,
+                 TOKENS: tl.constexpr, SEQS: tl.constexpr, BLOCK: tl.constexpr):
+    """Every block's (sequence, first token), heaviest first, in one launch: each program
+    places BLOCK slots of the blocks as they lie in order, by the rank of each block's work
+    (the keys it visits: its last query's position, plus one). A sequence's blocks have works
+    ``base + k * TOKENS``, so the blocks with more work are counted per sequence in closed
+    form; ties go to the earlier sequence. ``count_ptr`` gets how many blocks there are."""
+    seqs = tl.arange(0, SEQS)
+    seq_ok = seqs < sequences
+    q0 = tl.load(cu_ptr + seqs, mask=seq_ok, other=0)
+    lengths = tl.load(cu_ptr + seqs + 1, mask=seq_ok, other=0) - q0
+    blocks = (lengths + TOKENS - 1) // TOKENS
+    ends = tl.cumsum(blocks, 0)
+    total = tl.sum(blocks, 0)
+    base = tl.load(seqlens_ptr + seqs, mask=seq_ok, other=0) - lengths + TOKENS  # the first block's work
+    slot = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    seq = tl.sum((ends[None, :] <= slot[:, None]).to(tl.int32), 1)  # sequences whose blocks end before it
+    mine = seqs[None, :] == seq[:, None]
+    k = slot - tl.sum(tl.where(mine, (ends - blocks)[None, :], 0), 1)  # its index among its sequence's blocks
+    work = tl.sum(tl.where(mine, base[None, :], 0), 1) + k * TOKENS
+    above = work[:, None] - base[None, :]  # >= 0 where a sequence's first block has no more work
+    steps = tl.where(above >= 0, above, 0) // TOKENS
+    at_most = tl.where(above >= 0, tl.minimum(steps + 1, blocks[None, :]), 0)  # its blocks with no more work
+    same = (above >= 0) & (above % TOKENS == 0) & (steps < blocks[None, :]) & (seqs[None, :] < seq[:, None])
+    rank = tl.sum(blocks[None, :] - at_most, 1) + tl.sum(same.to(tl.int32), 1)
+    real = slot < total
+    tl.store(item_seq_ptr + rank, seq, mask=real)
+    tl.store(item_start_ptr + rank, k * TOKENS, mask=real)
+    if tl.program_id(0) == 0:
+        tl.store(count_ptr, total)
+
+
+PLAN_BLOCK = 64  # slots per program of _plan_blocks: a [64, 64] tile of int32 per step at 64 sequences
+
+
 def _work_items(cu_seqlens_q, cache_seqlens, tokens_per_block: int, most: int):
-    """(sequence, first token) of every block, heaviest first, made on the device: ``most``
-    slots, the first ``count`` of which are real (the grid is sized on the host without a sync)."""
-    lengths = cu_seqlens_q[1:] - cu_seqlens_q[:-1]
-    blocks = (lengths + tokens_per_block - 1) // tokens_per_block
-    ends = torch.cumsum(blocks, 0)
-    slot = torch.arange(most, device=lengths.device)
-    seq = torch.searchsorted(ends, slot, right=True).clamp_(max=lengths.numel() - 1)
-    start = (slot - (ends[seq] - blocks[seq])) * tokens_per_block
-    real = slot < ends[-1]
-    # Keys a block visits: everything up to its last query's position.
-    work = torch.where(real, cache_seqlens[seq] - lengths[seq] + start + tokens_per_block, -1)
-    order = torch.argsort(work, descending=True)
-    return seq[order].to(torch.int32), start[order].to(torch.int32), ends[-1:]
+    """(sequence, first token) of every block, heaviest first, made on the device in one launch
+    (a call's fixed cost is GPU time: at the short sizes a few dozen small torch kernels
+    would be a tenth of it): ``most`` slots, the first ``count`` of which are real (the grid is
+    sized on the host without a sync)."""
+    sequences = cache_seqlens.numel()
+    plan = torch.empty(2 * most + 1, dtype=torch.int32, device=cu_seqlens_q.device)
+    item_seq, item_start, count = plan[:most], plan[most:2 * most], plan[2 * most:]
+    _plan_blocks[(triton.cdiv(most, PLAN_BLOCK),)](cu_seqlens_q, cache_seqlens, item_seq, item_start, count,
+                                                   sequences, TOKENS=tokens_per_block,
+                                                   SEQS=max(2, triton.next_power_of_2(sequences)), BLOCK=PLAN_BLOCK)
+    return item_seq, item_start, count
 
 
 def _launch_gluon(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, softmax_scale):
