@@ -44,6 +44,15 @@ def check(grader, env: Environment, dims: dict, label: str, example: int, rerun:
 
 def _check(grader, env: Environment, dims: dict, size_label: str, rerun: int, results: dict[str, SizeResult],
            shared: SizeResult) -> None:
+    if grader.expert_beside_fuzz and (planned := grader.pool.planned_dims.get(env.name)):
+        # The fuzz runs before the timed sizes (grader/session.py) and calls no expert: the
+        # expert's sandbox starts and loads its file beside the fuzz's calls, none of which is
+        # timed, instead of holding up the first timed size. Its arena is the timed sizes'.
+        try:
+            with phases.timed(shared.phases, "start"):
+                grader.pool.launch(env, "expert", planned[0])
+        except SandboxFailure:
+            pass  # reported where the expert is first needed
     live = {}
     for role, result in results.items():
         if role in grader.hung:

@@ -61,6 +61,10 @@ class Grader:
         # --nodus-warm-together: each size's first calls side by side before its rounds
         # (grader/warm_up.py).
         self.warm_together = warm_together
+        # The expert's sandbox starts beside the fuzz, which runs first (grader/fuzzed_call.py):
+        # where timed sizes follow and it is not held back for --nodus-fail-fast (the session
+        # turns it off when none is selected).
+        self.expert_beside_fuzz = not fail_fast
         self.torch_device = torch.device(device.torch_name)
         self.grade_seed = grade_seed
         self.baselines = baselines

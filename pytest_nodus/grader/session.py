@@ -65,6 +65,7 @@ class NodusSession:
         self.documents: list[dict] = []  # a batch's, one per attempt
         self.rows: list[dict] = []  # a batch's summary rows (grader/batch_files.py)
         self.first_test_at: float | None = None  # where the grade's start-up ends (grader/phases.py)
+        self.timed_selected = True  # whether any timed size is left once collection is done
         # Spawned now, to import torch beside this process's own start-up (grader/standby.py).
         self.standby = standby.spawn_for(config, options)
 
@@ -94,6 +95,7 @@ class NodusSession:
             self.grader.pool.planned_dims = self.planned_dims  # sizes every arena must hold
             self.grader.pool.yardsticks = self.yardsticks
             self.grader.pool.standby, self.standby = self.standby, {}  # the pool's to launch or close
+            self.grader.expert_beside_fuzz &= self.timed_selected
         return self.grader
 
     # -- pytest hooks ---------------------------------------------------------------------
@@ -160,7 +162,12 @@ class NodusSession:
         names = sorted({env.name for item in graded if (env := getattr(item.cls, "environment", None)) is not None})
         if len(names) > 1 and not self.is_worker:  # under xdist the controller refuses (below)
             raise pytest.UsageError(_mixed(names))
+        _fuzz_first(items, graded)
         self.collected.update(item.nodeid for item in items)
+
+    def pytest_collection_finish(self, session):
+        # A run of the fuzz alone (-k fuzz) starts no expert beside it: none would be called.
+        self.timed_selected = any(getattr(item, "originalname", "") == _GRADED_TESTS[0] for item in session.items)
 
     def pytest_xdist_node_collection_finished(self, node, ids):
         self.collected.update(ids)
@@ -318,6 +325,22 @@ class NodusSession:
 
 
 _GRADED_TESTS = ("test_size", "test_fuzzed_sizes")  # EnvironmentSuite's (grader/suite.py)
+
+
+def _fuzz_first(items: list, graded: list) -> None:
+    """Each rerun's fuzzed sizes before its timed ones, in the graded tests' own places. The fuzz
+    calls no expert, so the expert's sandbox, still starting in standby (torch and, on a GPU,
+    its compiler: seconds, grader/standby.py), finishes beside the fuzz's calls instead of
+    holding up the first timed size. Verdicts do not depend on the order: every size is
+    graded on inputs of its own, and the report lists sizes in its own order."""
+    def key(item) -> tuple[int, int]:
+        rerun = item.callspec.params.get("nodus_rerun", 0) if hasattr(item, "callspec") else 0
+        return rerun, 0 if item.originalname == _GRADED_TESTS[1] else 1
+
+    marked = set(map(id, graded))
+    places = [i for i, item in enumerate(items) if id(item) in marked]
+    for place, item in zip(places, sorted((items[i] for i in places), key=key)):
+        items[place] = item
 
 
 def _mixed(names: list[str]) -> str:

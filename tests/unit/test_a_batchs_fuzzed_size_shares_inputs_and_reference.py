@@ -41,6 +41,7 @@ class _Grader:
         self.device = devices.Device("cpu", None, "cpu", None)
         self.gpu_wait_s, self.grade_seed, self.trusted, self.torch_device = 0, 7, False, "cpu"
         self.roles, self.pool, self.calls = roles, _Pool(), []
+        self.expert_beside_fuzz = False
         self.hung = {role: SandboxFailure("timeout", "timeout", "no answer") for role in hung}
 
     def reserve(self, env, dims, result):
