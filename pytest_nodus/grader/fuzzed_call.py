@@ -12,7 +12,7 @@ Runs only in the grader.
 
 from __future__ import annotations
 
-from pytest_nodus.grader import checks, gpu_memory, inputs, phases
+from pytest_nodus.grader import checks, exact_products, gpu_memory, inputs, phases
 from pytest_nodus.grader.environment import Environment
 from pytest_nodus.grader.results import SizeResult
 from pytest_nodus.grader.sandbox_process import SandboxFailure
@@ -83,11 +83,14 @@ def _check(grader, env: Environment, dims: dict, size_label: str, rerun: int, re
         result = live[role]
         result.isolation, result.removed_fatbins = sandbox.isolation, sandbox.removed_fatbins
         if fresh is None:
-            with phases.timed(shared.phases, "inputs"):
-                fresh = inputs.make_inputs(env, dims, inputs.call_seed(grader.grade_seed, size_label, rerun),
-                                           grader.torch_device)
-            with phases.timed(shared.phases, "reference"):
-                references = inputs.reference(env, fresh, grader.torch_device, shared)
+            # One call at this shape: the plain fp32 reference, without the tensor-core one's
+            # compile and cross-check (grader/exact_products.py).
+            with exact_products.once():
+                with phases.timed(shared.phases, "inputs"):
+                    fresh = inputs.make_inputs(env, dims, inputs.call_seed(grader.grade_seed, size_label, rerun),
+                                               grader.torch_device)
+                with phases.timed(shared.phases, "reference"):
+                    references = inputs.reference(env, fresh, grader.torch_device, shared)
         try:
             grader.call(env, sandbox, dims, fresh, references, result, role, timed=False)
             result.calls = 1
