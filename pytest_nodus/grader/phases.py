@@ -19,7 +19,8 @@ Per size (``SizeResult.phases``, ms):
                     memory mapped, Triton imported), ``confinement`` (Landlock, seccomp),
                     ``load`` (the kernel file imported); ``grader``, the grader's own side of
                     the launch (at the grade's first: its device context and its clock's
-                    kernels; each time: the arena made and sent). A sandbox spawned as pytest configured
+                    kernels; each time: the spawn where none stood by, the arena made and
+                    sent). A sandbox spawned as pytest configured
                     (``grader/standby.py``) spent its ``process`` and ``standby`` before the
                     size began, beside the grader's own start-up
 ``gpu_wait``        waiting for the GPU that other grades on it held for their timing
