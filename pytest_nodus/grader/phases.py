@@ -12,7 +12,8 @@ Per size (``SizeResult.phases``, ms):
 ``start``           starting sandboxes at this size (first size, or a larger arena), all roles,
                     from each launch to its freeze before its first call
 ``start_<stage>``   the same, by stage, summed over the sandboxes (which start side by side, so
-                    the sum can exceed ``start``): ``process`` (interpreter and imports, from
+                    the sum can exceed ``start``), each counted at the size where it is first
+                    called (the expert's, launched beside the fuzz, at the first timed size): ``process`` (interpreter and imports, from
                     the spawn), ``preload`` (a trusted sandbox in standby importing its
                     compiler: grader/standby.py), ``standby`` (waiting for its launch), ``context`` (the device's
                     context), ``removal`` (library kernels removed), ``arena`` (grader-owned
