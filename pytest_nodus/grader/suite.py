@@ -204,11 +204,17 @@ class GradeRunner:
                 summary.note_error(r.error, r.tolerance)
         for r in failed:
             for f in r.flags:
-                summary.flag(f["code"], f"{r.dims}: {f['detail']}" if r is last else f["detail"])
+                # The reported example's size leads its details, except where the failure has
+                # nothing to do with the size (a file that does not load fails at every size).
+                sized = r is last and f["code"] not in SIZE_FREE_CODES
+                summary.flag(f["code"], f"{r.dims}: {f['detail']}" if sized else f["detail"])
         if failure and not failed:
             summary.flag("fuzz_failed", failure)
         summary.status = reward.worst([r.status for r in examples] + [summary.status])
         return summary
+
+
+SIZE_FREE_CODES = ("load_failed",)
 
 
 def _fatal(result: SizeResult) -> bool:
