@@ -161,8 +161,19 @@ class SandboxPool:
         """A sandbox for ``role`` (the one it replaces closed), not yet launched, and its arena's size."""
         key = (role, env.name)
         sandbox = self._sandboxes.pop(key, None)
+        carried = None
         if sandbox is not None:
+            if roles.is_submission(role):
+                carried = sandbox.carry_caches()  # its next first calls load what it compiled
             sandbox.close()
+        try:
+            return self._replacement(env, role, dims, carried)
+        except BaseException:
+            if carried is not None:
+                carried.discard()
+            raise
+
+    def _replacement(self, env: Environment, role: str, dims, carried) -> tuple[Sandbox, int]:
         capacity = self._arena_capacity(env, dims)
         if self.device.kind not in env.profiles:
             raise SandboxFailure("error", "expert_failed", f"environment '{env.name}' has no profile for {self.device.kind}")
@@ -195,6 +206,11 @@ class SandboxPool:
                           limits=profile.sandbox_limits(self.device.kind) if process_role == "submission" else None,
                           spawned=spawned,
                           load_timeout_s=load_timeout_s(self.call_limit(env)) if process_role == "submission" else None)
+        if carried is not None:
+            if spawned is not None:
+                carried.discard()  # spawned ahead, under a uid of its own
+            else:
+                sandbox.carried = carried
         # A process that leaves a sandbox's tree comes back here (stray_processes). Set at the
         # first start, not at construction: a grade that starts nothing changes nothing.
         adopt_orphans()

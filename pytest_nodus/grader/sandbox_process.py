@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from pytest_nodus.grader import heap_build, kernel_errors, phases, sandbox_env, walls
+from pytest_nodus.grader.compile_carry import Carried
 from pytest_nodus.grader.arena_memory import create_arena
 from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
 from pytest_nodus.grader.clock import GraderClock
@@ -83,6 +84,8 @@ class Sandbox:
         self.removed_fatbins = 0  # fatbins this sandbox overwrote (sandbox/fatbin_removal.py), as it said
         self.stages_ms: dict[str, float] | None = None  # its start-up by stage (grader/phases.py), until taken
         self._launch_ms = 0.0  # the grader's own side of launch(): its device's first use, the arena
+        # The compile caches of the sandbox this one replaces (grader/compile_carry.py).
+        self.carried: Carried | None = None
         # Its process, channels, scratch, cgroup and limits (grader/sandbox_spawn.py): None
         # until spawned or adopted, and again once closed.
         self._spawned: Spawned | None = None
@@ -131,7 +134,13 @@ class Sandbox:
 
         began = time.perf_counter()
         if self._spawned is None:
-            self._adopt(spawn(self.role, self.cache_dir))
+            carried = self.carried
+            self._adopt(spawn(self.role, self.cache_dir, uid=carried.uid if carried else None))
+            if carried is not None:
+                carried.into(self._spawned.scratch)  # before it runs anything
+        elif self.carried is not None:
+            self.carried.discard()  # a sandbox spawned ahead has a uid of its own
+        self.carried = None
         spawned = self._spawned
         if self.limits is not None and self.limit_values:
             self.limits.hold(*self.limit_values)
@@ -215,6 +224,14 @@ class Sandbox:
         """Kill it without waiting (:meth:`close` waits): frozen or not, SIGKILL ends it."""
         if self._spawned is not None:
             self._spawned.stop()
+
+    def carry_caches(self) -> Carried | None:
+        """Kill it and take its compile caches out of its scratch for its successor (a
+        submission's, within the grade); then :meth:`close` it as usual."""
+        if self._spawned is None:
+            return None
+        self._kill()
+        return Carried(self._spawned.uid, self._spawned.scratch)
 
     def close(self) -> None:
         self._kill()

@@ -108,14 +108,17 @@ def _scratch_root() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
-def spawn(role: str, cache_dir: Path | None, preload: tuple[str, ...] = ()) -> Spawned:
+def spawn(role: str, cache_dir: Path | None, preload: tuple[str, ...] = (), uid: int | None = None) -> Spawned:
     """Spawn a sandbox of ``role`` inside its walls; it imports (torch, and ``preload``: a
-    trusted role's slow modules, grader/standby.py), then waits for its first message."""
+    trusted role's slow modules, grader/standby.py), then waits for its first message.
+    ``uid``: a submission's next sandbox within a grade runs under its last one's uid, whose
+    compile caches it inherits (grader/compile_carry.py); else a new one."""
     if preload and role == "submission":
         raise ValueError("a submission's sandbox imports nothing before its walls are all up")
     scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{role}-", dir=_scratch_root()))
     # The submission runs as a uid of its own where it can (grader/walls.py): its scratch is its own.
-    uid = walls.sandbox_uid(sandbox_env.IMPORT_ROOT) if role == "submission" else None
+    if uid is None and role == "submission":
+        uid = walls.sandbox_uid(sandbox_env.IMPORT_ROOT)
     if uid is not None:
         os.chown(scratch, uid, uid)
     launcher, raised = walls.prefix(uid)

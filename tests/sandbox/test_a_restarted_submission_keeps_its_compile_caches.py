@@ -1,0 +1,57 @@
+"""A submission's sandbox started again within a grade (after a crash, or for a larger arena)
+runs under its last one's uid and finds the Triton and inductor caches that one left: its
+first calls load what it compiled instead of compiling again. The grader moves each cache
+directory with one rename and follows no link inside or at it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import REPO
+from env_suites.rmsnorm.environment import ENVIRONMENT as RMSNORM
+from pytest_nodus.grader import devices
+from pytest_nodus.grader.sandbox_pool import SandboxPool
+
+CPU = devices.Device("cpu", None, "cpu", None)
+DIMS = RMSNORM.profile("cpu").sizes[0]
+SOLUTION = REPO / "expert" / "rmsnorm" / "solution.py"
+
+
+def _crash(sandbox) -> None:
+    sandbox._spawned.stop()  # as a crashed kernel's process ends
+    sandbox.process.wait()
+
+
+def test_the_next_sandbox_inherits_the_caches_and_the_uid():
+    pool = SandboxPool(SOLUTION, CPU, audit=True, expert_cache=None, trusted=False)
+    try:
+        first = pool.get(RMSNORM, "submission", DIMS)
+        scratch, uid = first._spawned.scratch, first._spawned.uid
+        compiled = scratch / "triton" / "0123abcd"
+        compiled.mkdir(parents=True)
+        (compiled / "kernel.cubin").write_bytes(b"compiled")
+        os.symlink("/etc", scratch / "inductor")  # the sandbox may leave a link where a cache was
+        _crash(first)
+
+        second = pool.get(RMSNORM, "submission", DIMS)
+        assert second is not first and second.alive
+        assert second._spawned.uid == uid
+        new = second._spawned.scratch
+        assert (new / "triton" / "0123abcd" / "kernel.cubin").read_bytes() == b"compiled"
+        assert (new / "inductor").is_symlink() and os.readlink(new / "inductor") == "/etc"  # moved as a link
+        assert not scratch.exists() and not list(Path(scratch.parent).glob("nodus-carried-*"))
+    finally:
+        pool.close()
+
+
+def test_the_expert_carries_nothing():
+    pool = SandboxPool(SOLUTION, CPU, audit=True, expert_cache=None, trusted=False)
+    try:
+        first = pool.get(RMSNORM, "expert", DIMS)
+        (first._spawned.scratch / "triton").mkdir()
+        _crash(first)
+        second = pool.get(RMSNORM, "expert", DIMS)
+        assert not (second._spawned.scratch / "triton").exists()
+    finally:
+        pool.close()
