@@ -24,10 +24,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from pytest_nodus.grader import heap_build, kernel_errors, phases, sandbox_env, walls
-from pytest_nodus.grader.compile_carry import Carried
 from pytest_nodus.grader.arena_memory import create_arena
 from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
 from pytest_nodus.grader.clock import GraderClock
+from pytest_nodus.grader.compile_carry import Carried
 from pytest_nodus.grader.idle_work import IdleWatch
 from pytest_nodus.grader.reading import Reading
 from pytest_nodus.grader.sandbox_spawn import Spawned, spawn
