@@ -32,6 +32,44 @@ def in_interpreter(script: str, payload) -> object:
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.splitlines()[-1])
 
+class FuzzSandbox:
+    """A sandbox stand-in for ``grader/fuzzed_call.py``: it finishes a size with no flags."""
+
+    isolation, removed_fatbins = ["process"], 0
+
+    def finish(self, timeout):
+        return {"flags": []}
+
+    def rest(self):
+        pass
+
+
+class FuzzGrader:
+    """The grader's side ``fuzzed_call`` needs, on the CPU, with nothing to reserve or probe;
+    a test adds its ``pool`` and ``call``."""
+
+    def __init__(self, roles, hung=()):
+        from pytest_nodus.grader import devices
+        from pytest_nodus.grader.sandbox_process import SandboxFailure
+
+        self.device = devices.Device("cpu", None, "cpu", None)
+        self.gpu_wait_s, self.grade_seed, self.trusted, self.torch_device = 0, 7, False, "cpu"
+        self.roles, self.expert_beside_fuzz = roles, False
+        self.hung = {role: SandboxFailure("timeout", "timeout", "no answer") for role in hung}
+
+    def reserve(self, env, dims, result):
+        pass
+
+    def timeout(self, env):
+        return 1.0
+
+    def charge_load(self, sandbox, role):
+        pass  # the GPU's idle probe: nothing to probe on the CPU
+
+    def charge_leftovers(self, sandbox, role):
+        pass
+
+
 @dataclass
 class Grade:
     outcome: object  # pytester.RunResult

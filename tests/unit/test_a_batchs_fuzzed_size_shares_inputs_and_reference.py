@@ -8,21 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from pytest_nodus.grader import devices, fuzzed_call
-from pytest_nodus.grader.sandbox_process import SandboxFailure
+from conftest import FuzzGrader, FuzzSandbox
+from pytest_nodus.grader import fuzzed_call
 from env_suites.rmsnorm.environment import ENVIRONMENT
 
 DIMS = {"M": 4, "N": 8}
-
-
-class _Sandbox:
-    isolation, removed_fatbins = ["process"], 0
-
-    def finish(self, timeout):
-        return {"flags": []}
-
-    def rest(self):
-        pass
 
 
 class _Pool:
@@ -33,28 +23,13 @@ class _Pool:
         self.started.append(role)
 
     def get(self, env, role, dims, spent):
-        return _Sandbox()
+        return FuzzSandbox()
 
 
-class _Grader:
+class _Grader(FuzzGrader):
     def __init__(self, roles, hung=()):
-        self.device = devices.Device("cpu", None, "cpu", None)
-        self.gpu_wait_s, self.grade_seed, self.trusted, self.torch_device = 0, 7, False, "cpu"
-        self.roles, self.pool, self.calls = roles, _Pool(), []
-        self.expert_beside_fuzz = False
-        self.hung = {role: SandboxFailure("timeout", "timeout", "no answer") for role in hung}
-
-    def reserve(self, env, dims, result):
-        pass
-
-    def timeout(self, env):
-        return 1.0
-
-    def charge_load(self, sandbox, role):
-        pass  # the GPU's idle probe: nothing to probe on the CPU
-
-    def charge_leftovers(self, sandbox, role):
-        pass
+        super().__init__(roles, hung)
+        self.pool, self.calls = _Pool(), []
 
     def call(self, env, sandbox, dims, fresh, references, result, role, timed):
         assert references is not None and not timed

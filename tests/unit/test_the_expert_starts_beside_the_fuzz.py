@@ -4,21 +4,12 @@ timed size follows (``expert_beside_fuzz`` off: -k fuzz, --nodus-fail-fast)."""
 
 from __future__ import annotations
 
-from pytest_nodus.grader import devices, fuzzed_call
+from conftest import FuzzGrader, FuzzSandbox
+from pytest_nodus.grader import fuzzed_call
 from env_suites.rmsnorm.environment import ENVIRONMENT
 
 DIMS = {"M": 4, "N": 8}
 PLANNED = [{"M": 64, "N": 256}, {"M": 33, "N": 1000}]
-
-
-class _Sandbox:
-    isolation, removed_fatbins = ["process"], 0
-
-    def finish(self, timeout):
-        return {"flags": []}
-
-    def rest(self):
-        pass
 
 
 class _Pool:
@@ -30,27 +21,13 @@ class _Pool:
 
     def get(self, env, role, dims, spent):
         assert role != "expert", "the fuzz calls no expert"
-        return _Sandbox()
+        return FuzzSandbox()
 
 
-class _Grader:
+class _Grader(FuzzGrader):
     def __init__(self, beside: bool):
-        self.device = devices.Device("cpu", None, "cpu", None)
-        self.gpu_wait_s, self.grade_seed, self.trusted, self.torch_device = 0, 7, False, "cpu"
-        self.roles, self.pool, self.hung, self.called = ["submission"], _Pool(), {}, []
-        self.expert_beside_fuzz = beside
-
-    def reserve(self, env, dims, result):
-        pass
-
-    def timeout(self, env):
-        return 1.0
-
-    def charge_load(self, sandbox, role):
-        pass
-
-    def charge_leftovers(self, sandbox, role):
-        pass
+        super().__init__(["submission"])
+        self.pool, self.called, self.expert_beside_fuzz = _Pool(), [], beside
 
     def call(self, env, sandbox, dims, fresh, references, result, role, timed):
         self.called.append(role)
