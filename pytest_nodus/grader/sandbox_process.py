@@ -84,7 +84,8 @@ class Sandbox:
         self.removed_fatbins = 0  # fatbins this sandbox overwrote (sandbox/fatbin_removal.py), as it said
         self.stages_ms: dict[str, float] | None = None  # its start-up by stage (grader/phases.py), until taken
         self._launch_ms = 0.0  # the grader's own side of launch(): its device's first use, the arena
-        # The compile caches of the sandbox this one replaces (grader/compile_carry.py).
+        # The compile caches of the sandbox this one replaces (grader/compile_carry.py); set
+        # by the pool only where no standby was spawned ahead, under a uid of its own.
         self.carried: Carried | None = None
         # Its process, channels, scratch, cgroup and limits (grader/sandbox_spawn.py): None
         # until spawned or adopted, and again once closed.
@@ -134,13 +135,10 @@ class Sandbox:
 
         began = time.perf_counter()
         if self._spawned is None:
-            carried = self.carried
+            carried, self.carried = self.carried, None
             self._adopt(spawn(self.role, self.cache_dir, uid=carried.uid if carried else None))
             if carried is not None:
                 carried.into(self._spawned.scratch)  # before it runs anything
-        elif self.carried is not None:
-            self.carried.discard()  # a sandbox spawned ahead has a uid of its own
-        self.carried = None
         spawned = self._spawned
         if self.limits is not None and self.limit_values:
             self.limits.hold(*self.limit_values)
