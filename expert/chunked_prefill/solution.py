@@ -407,8 +407,8 @@ PLAN_BLOCK = 64  # slots per program of _plan_blocks: a [64, 64] tile of int32 p
 
 def _work_items(cu_seqlens_q, cache_seqlens, tokens_per_block: int, most: int):
     """(sequence, first token) of every block, heaviest first, made on the device in one launch
-    (a call's fixed cost is GPU time: at the short sizes a few dozen small torch kernels
-    would be a tenth of it): ``most`` slots, the first ``count`` of which are real (the grid is
+    (a call's time is GPU time from its first kernel to its last, and every small kernel
+    before the attention adds microseconds of it): ``most`` slots, the first ``count`` of which are real (the grid is
     sized on the host without a sync)."""
     sequences = cache_seqlens.numel()
     plan = torch.empty(2 * most + 1, dtype=torch.int32, device=cu_seqlens_q.device)
