@@ -79,6 +79,17 @@ def choose(requested: str) -> Device:
     return Device("cuda", index, name, peaks)
 
 
+def settle(device) -> None:
+    """Wait for the GPU work queued so far on ``device`` (a torch device or its name); nothing
+    on the CPU. What the grader times as a phase (the inputs, the reference) or compares (the
+    plain against the tensor-core reference) is mostly GPU work queued asynchronously: without
+    the wait its time lands in whichever later step first waits on the stream."""
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 # How long a grade waits for another grade's hold on its GPU before it gives up on the size
 # (``--nodus-gpu-wait``). A hold lasts one size of one grade, first-call compiles included
 # (FlexAttention's cold compile takes ~220 s on the H200); half an hour is several of those.

@@ -27,6 +27,8 @@ import time
 
 import torch
 
+from pytest_nodus.grader.devices import settle
+
 # How far the tensor-core reference may read from the plain one at a size's first call before
 # the plain one answers from then on: normwise, where the two agree to 1e-7-3e-7 on the CPU
 # (tools/probes/exact_references.py) and every environment's tolerance is 6e-3 or wider.
@@ -127,10 +129,9 @@ def cross_checked(fast, plain, what: str, common_scale: bool = False, compiles: 
 
 def _settled(outputs):
     """``outputs`` once the GPU work behind them is done (a reference's time is its GPU's)."""
-    for t in outputs if isinstance(outputs, tuple) else (outputs,):
-        if isinstance(t, torch.Tensor) and t.is_cuda:
-            torch.cuda.synchronize(t.device)
-            break
+    first = next((t for t in (outputs if isinstance(outputs, tuple) else (outputs,)) if isinstance(t, torch.Tensor)), None)
+    if first is not None:
+        settle(first.device)
     return outputs
 
 

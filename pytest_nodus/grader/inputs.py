@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from pytest_nodus.grader import exact_products
+from pytest_nodus.grader.devices import settle
 from pytest_nodus.shared import arena as layout
 
 
@@ -56,15 +57,6 @@ def reference(env, fresh: dict[str, Any], device: torch.device | str, result=Non
     if result is not None:
         result.note_reference(exact_products.answered())
     return references
-
-
-def settle(device: torch.device | str) -> None:
-    """Wait for the GPU work queued so far. What the grader times as a phase (the inputs, the
-    reference) is mostly GPU work queued asynchronously; without this its time would land in
-    whichever later phase first waits on the stream (a call's idle probe, the input check),
-    and the phases would say the wrong thing. Costs nothing: the next step waits for it too."""
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class ArenaTooSmall(Exception):
