@@ -4,7 +4,8 @@ kernel at every timed size, for tuning a solution between grades.
     python3 tools/bench_env.py moe_experts [--sealed sealed_fixtures] [--reps 5]
         [--kernels expert,solution,starting] [--only public-0,hidden-2]
 
-Per size: fresh inputs per repetition, L2 flushed, the grader's pre-call spin, CUDA events
+Per size: fresh inputs per repetition (a baseline's ``prepare`` run before the window, as
+the grader does), L2 flushed, the grader's pre-call spin, CUDA events
 around the call, median over repetitions after one untimed warm-up (compiles and plans).
 Each kernel's error is measured against the expert's outputs on the same inputs (normwise,
 as a fraction of the environment's tolerance): a quick sanity figure, not the grade's check
@@ -48,11 +49,15 @@ def kernel_files(env_name: str, profile) -> dict[str, Path]:
             "starting": ROOT / "env_suites" / env_name / "starting_kernel.py"}
 
 
-def call(env, module, fresh: dict):
+def prepared(env, module, fresh: dict) -> list:
+    """The kernel's arguments; a baseline's ``prepare`` (its per-call mask or relayout) runs
+    here, outside the window, as the grader's harness runs it before its clock."""
     args = [fresh[spec.name] for spec in env.contract.inputs]
-    if hasattr(module, "prepare"):
-        args = module.prepare(*args)
-    result = module.kernel(*args)
+    return module.prepare(*args) if hasattr(module, "prepare") else args
+
+
+def call(env, module, fresh: dict, args: list | None = None):
+    result = module.kernel(*(prepared(env, module, fresh) if args is None else args))
     # A lone tensor is one output: list() would unbind it row by row, host work inside the window.
     return [result] if isinstance(result, torch.Tensor) else list(result)
 
@@ -101,8 +106,9 @@ def time_size(env, modules: dict, dims, reps: int, flush: torch.Tensor, seed: in
             times = []
             for rep in range(reps):
                 fresh = nodus_inputs.make_inputs(env, dims, seed + 1 + rep, torch.device("cuda"))
+                args = prepared(env, module, fresh)
                 with devices.exclusive(device):
-                    ms, outputs = window_ms(lambda: call(env, module, fresh), flush)
+                    ms, outputs = window_ms(lambda: call(env, module, fresh, args), flush)
                 times.append(ms)
                 del outputs, fresh
             results[name] = (statistics.median(times), worst, min(times), max(times))
