@@ -300,9 +300,9 @@ class Sandbox:
         """The warm call's reply. Raises SandboxFailure where it died or hung."""
         return self.receive(timeout_s, during="a warm call")
 
-    def finish(self, timeout_s: float) -> dict:
-        """After a size: the late-write check and the kernel audit."""
-        return self.request({"op": protocol.FINISH}, timeout_s)
+    def finish(self, timeout_s: float, audit: bool = True) -> dict:
+        """After a size: the late-write check and, with ``audit``, the kernel audit."""
+        return self.request({"op": protocol.FINISH, "audit": audit}, timeout_s)
 
     def _reading(self, report: dict, outputs: list, window_ms: float | None) -> Reading:
         clock = self.clock

@@ -79,7 +79,7 @@ class Harness:
     # -- requests -----------------------------------------------------------------
     def finish(self, message):
         flags = self._late_write_flags() + self._escape_flags()
-        audit = self.audit.restart()
+        audit = self.audit.restart() if message.get("audit", True) else None
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         return {"ok": True, "flags": flags, "audit": audit}

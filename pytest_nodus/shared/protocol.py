@@ -12,7 +12,9 @@ A call is three messages, so that only the call itself sits inside the grader's 
            returned (on the CPU with ``outputs``: where they lie in the sandbox's memory,
            then the sandbox waits for ``ACK``); then the *report*:
            ``{"ok", "flags", "t_stream_ms", "t_call_ms"}`` or ``{"ok": False, "error"}``.
-``FINISH`` after a size: the late-write check and the kernel audit, ``{"ok", "flags", "audit"}``.
+``FINISH`` after a size: the late-write check and the kernel audit, ``{"ok", "flags", "audit"}``; with
+           ``"audit": False`` (the trusted expert, whose report nobody reads) no audit is taken and
+           the profiler runs on, so that every role is timed under a running profiler alike.
 ``WARM``   a size's set-up beside the batch's other attempts' (``--nodus-warm-together``): run the kernel
            once on the inputs in ``layout``, untimed, its outputs dropped unread; reply
            ``{"ok"}`` or ``{"ok": False, "error"}``. Nothing of it is verified or kept: every
