@@ -131,8 +131,9 @@ class Grader:
             try:
                 return self._verified_call(env, sandbox, dims, fresh, references, result, role, timed)
             finally:
-                with phases.timed(result.phases, "rest"):
-                    self._charge_probed(sandbox, role)
+                if len(self.roles) > 1:  # a batch: the call queued its leftover probe
+                    with phases.timed(result.phases, "rest"):
+                        self._charge_probed(sandbox, role)
 
     def _charge_probed(self, sandbox: Sandbox, role: str) -> None:
         """The leftover probe queued after a batch attempt's call: it ran beside the call's
