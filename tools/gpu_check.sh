@@ -13,6 +13,7 @@
 #   bash tools/gpu_check.sh prefill_expert  # chunked_prefill: the cuDNN expert as a trusted submission alone
 #   bash tools/gpu_check.sh prefill_cheats  # chunked_prefill: its cheats alone
 #   bash tools/gpu_check.sh prefill_solution  # chunked_prefill: solution x3 and the starting kernel
+#   bash tools/gpu_check.sh plan_store   # the cuDNN experts' plans stored by one process, loaded by the next
 #   bash tools/gpu_check.sh prefill_close  # chunked_prefill: expert as submission x3, the solution once (a warm
 #                                        # host's wall), the cheats, cuDNN and FlexAttention per sealed size
 #   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, solution x3, starting kernel, cheats;
@@ -350,6 +351,9 @@ for MODE in "${@:-quick}"; do
     fi
     ls tests/cheats/chunked_prefill/*.py | xargs -P ${ATTENTION_PARALLEL:-1} -I{} bash -c \
       'grade chunked_prefill cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"' ;;
+  plan_store)
+    # Whether the cuDNN experts' stored plans load in a later process and compute the same.
+    python3 tools/probes/cudnn_plan_store.py 2>&1 | tee "$WORK/plan_store.txt" ;;
   prefill_close)
     # What issue 21 still asks of the H200, in one call: the expert as a trusted submission, 3
     # sealed reruns (its fuzzed sizes take no part in the reward); one sealed rerun of the

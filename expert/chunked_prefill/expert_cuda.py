@@ -15,11 +15,24 @@ Graphs are built outside the timed region. S (the padded per-sequence capacity o
 query tensor) must cover the longest chunk of each call, and chunks are drawn fresh on
 every call, so the first call of a shape builds one graph per power-of-two capacity a
 split of Q tokens into B chunks can need, and later calls take the smallest that fits.
+A built plan is kept across grades on the host (expert/cudnn_plans.py).
 """
 
 from __future__ import annotations
 
 import torch
+
+try:
+    from expert.cudnn_plans import build as build_plan
+except ImportError:  # graded as a (trusted) submission: confined away from the project, it builds every plan
+    def build_plan(declare, handle, description, heuristics):
+        graph = declare()
+        graph.validate()
+        graph.build_operation_graph()
+        graph.create_execution_plans(heuristics)
+        graph.check_support()
+        graph.build_plans()
+        return graph
 
 cudnn = None  # imported on first use, after torch (shared/GPU.md)
 _handle = None
@@ -34,34 +47,36 @@ class _Plan:
         if _handle is None:
             _handle = cudnn.create_handle()
         bf16, f32, i32 = cudnn.data_type.BFLOAT16, cudnn.data_type.FLOAT, cudnn.data_type.INT32
-        g = cudnn.pygraph(io_data_type=bf16, intermediate_data_type=f32, compute_data_type=f32, handle=_handle)
-        self.q_offsets = g.tensor(name="q_off", dim=[b + 1, 1, 1, 1], stride=[1, 1, 1, 1],
-                                  data_type=cudnn.data_type.INT64)
-        self.q = g.tensor(name="q", dim=[b, hq, s, d], stride=[s * hq * d, d, hq * d, 1], data_type=bf16,
-                          ragged_offset=self.q_offsets)
-        self.k = g.tensor(name="k_cache", dim=list(k_cache.shape), stride=list(k_cache.stride()), data_type=bf16)
-        self.v = g.tensor(name="v_cache", dim=list(k_cache.shape), stride=list(k_cache.stride()), data_type=bf16)
 
-        def per_sequence(name, width=1):
-            return g.tensor(name=name, dim=[b, 1, width, 1], stride=[width, width, 1, 1], data_type=i32)
+        def declare():
+            g = cudnn.pygraph(io_data_type=bf16, intermediate_data_type=f32, compute_data_type=f32, handle=_handle)
+            self.q_offsets = g.tensor(name="q_off", dim=[b + 1, 1, 1, 1], stride=[1, 1, 1, 1],
+                                      data_type=cudnn.data_type.INT64)
+            self.q = g.tensor(name="q", dim=[b, hq, s, d], stride=[s * hq * d, d, hq * d, 1], data_type=bf16,
+                              ragged_offset=self.q_offsets)
+            self.k = g.tensor(name="k_cache", dim=list(k_cache.shape), stride=list(k_cache.stride()), data_type=bf16)
+            self.v = g.tensor(name="v_cache", dim=list(k_cache.shape), stride=list(k_cache.stride()), data_type=bf16)
 
-        self.seq_len_q, self.seq_len_kv = per_sequence("seq_len_q"), per_sequence("seq_len_kv")
-        self.k_table, self.v_table = per_sequence("k_table", table_width), per_sequence("v_table", table_width)
-        self.o, _stats = g.sdpa(
-            name="sdpa", q=self.q, k=self.k, v=self.v, attn_scale=scale, generate_stats=False,
-            use_padding_mask=True, seq_len_q=self.seq_len_q, seq_len_kv=self.seq_len_kv,
-            diagonal_alignment=cudnn.diagonal_alignment.BOTTOM_RIGHT, diagonal_band_right_bound=0,
-            paged_attention_k_table=self.k_table, paged_attention_v_table=self.v_table,
-            paged_attention_max_seq_len_kv=table_width * k_cache.shape[2])
-        self.o.set_output(True).set_dim([b, hq, s, d]).set_stride([s * hq * d, d, hq * d, 1])
-        self.o.set_ragged_offset(self.q_offsets).set_data_type(bf16)
-        g.validate()
-        g.build_operation_graph()
-        g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-        g.check_support()
-        g.build_plans()
-        self.graph = g
-        self.workspace_bytes = g.get_workspace_size()
+            def per_sequence(name, width=1):
+                return g.tensor(name=name, dim=[b, 1, width, 1], stride=[width, width, 1, 1], data_type=i32)
+
+            self.seq_len_q, self.seq_len_kv = per_sequence("seq_len_q"), per_sequence("seq_len_kv")
+            self.k_table, self.v_table = per_sequence("k_table", table_width), per_sequence("v_table", table_width)
+            self.o, _stats = g.sdpa(
+                name="sdpa", q=self.q, k=self.k, v=self.v, attn_scale=scale, generate_stats=False,
+                use_padding_mask=True, seq_len_q=self.seq_len_q, seq_len_kv=self.seq_len_kv,
+                diagonal_alignment=cudnn.diagonal_alignment.BOTTOM_RIGHT, diagonal_band_right_bound=0,
+                paged_attention_k_table=self.k_table, paged_attention_v_table=self.v_table,
+                paged_attention_max_seq_len_kv=table_width * k_cache.shape[2])
+            self.o.set_output(True).set_dim([b, hq, s, d]).set_stride([s * hq * d, d, hq * d, 1])
+            self.o.set_ragged_offset(self.q_offsets).set_data_type(bf16)
+            return g
+
+        # Everything declare() reads: the plan stored under it is this graph's.
+        description = ("chunked_prefill sdpa", b, hq, d, s, tuple(k_cache.shape), tuple(k_cache.stride()),
+                       table_width, float(scale))
+        self.graph = build_plan(declare, _handle, description, [cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        self.workspace_bytes = self.graph.get_workspace_size()
         self.workspace = None  # one buffer shared by the plans of a shape (see kernel)
         self.capacity = s
 

@@ -135,7 +135,8 @@ def user_cache() -> Path:
 
 
 def expert_cache() -> Path:
-    """The trusted sandboxes' compile caches (Triton's, inductor's), kept across grades."""
+    """The trusted sandboxes' compile caches (Triton's, inductor's) and the cuDNN experts'
+    plans, kept across grades."""
     return user_cache() / "expert"
 
 
