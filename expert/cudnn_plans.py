@@ -60,7 +60,7 @@ def build(declare, handle, description: tuple, heuristics: list):
             blob = b""
         if blob:
             try:
-                graph.deserialize(handle, blob)
+                graph.deserialize(handle, list(blob))  # byte values: what every frontend version takes
                 return graph
             except Exception:  # noqa: BLE001  any failure to load means: build it (below)
                 graph = declare()

@@ -30,9 +30,9 @@ class FakeGraph:
         return list(f"plan:{self.name}".encode())
 
     def deserialize(self, handle, blob):
-        if not blob.startswith(b"plan:"):
+        if bytes(blob)[:5] != b"plan:":
             raise RuntimeError("not a plan")
-        self.loaded = blob
+        self.loaded = bytes(blob)
 
 
 @pytest.fixture
