@@ -1,4 +1,4 @@
-"""Cheat: write into the compile caches that outlive a grade: the trusted expert's (Triton's and inductor's, kept by pytest-nodus across grades) and the grader's own Triton cache, where its fp32 reference kernels compile. A kernel planted there would slow or break the expert, or the reference, of every later grade on the machine: speed bought by slowing the expert.
+"""Cheat: write into the compile caches that outlive a grade: the trusted expert's (Triton's, inductor's and its cuDNN plans, kept by pytest-nodus across grades) and the grader's own Triton cache, where its fp32 reference kernels compile. A kernel planted there would slow or break the expert, or the reference, of every later grade on the machine: speed bought by slowing the expert.
 
 A canary: it computes honestly once a file it wrote landed in such a cache, and guesses
 otherwise. A sandbox may write its own scratch only (Landlock), so nothing lands (and the
