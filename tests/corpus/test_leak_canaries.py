@@ -75,6 +75,10 @@ WALL_PLANTS = {
     "poison_compile_caches": "d = tempfile.mkdtemp(prefix='nodus-canary-'); "
                              "os.makedirs(os.path.join(d, 'pytest-nodus', 'expert', 'triton')); "
                              "os.environ['XDG_CACHE_HOME'] = d",
+    # What the trusted expert keeps across grades, under the cache folder it names.
+    "read_expert_caches": "d = tempfile.mkdtemp(prefix='nodus-canary-'); "
+                          "p = os.path.join(d, 'pytest-nodus', 'expert', 'cudnn-plans'); os.makedirs(p); "
+                          "open(os.path.join(p, 'a.plan'), 'wb').write(b'M=4'); os.environ['XDG_CACHE_HOME'] = d",
     # A cgroup of its own below the one it runs in, which it can leave for its parent.
     "escape_cgroup": "d = os.path.join(canary._cgroup_dir()[1], 'nodus-canary-cgroup'); os.makedirs(d, exist_ok=True); "
                      "open(os.path.join(d, 'cgroup.procs'), 'w').write('0')",
