@@ -66,7 +66,7 @@ def test_another_graph_or_another_build_of_cudnn_builds_its_own(store, monkeypat
 
 
 def test_a_plan_that_does_not_load_is_built_on_a_fresh_graph_and_stored_again(store):
-    path = cudnn_plans.plan_path(("sdpa", 8, 128), cudnn_plans.versions())
+    path = cudnn_plans.plan_path(str(store), ("sdpa", 8, 128), cudnn_plans.versions())
     path.parent.mkdir(parents=True)
     path.write_bytes(b"half a plan")
     graphs = []
