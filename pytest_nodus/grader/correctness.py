@@ -32,23 +32,14 @@ class Tolerance(Protocol):
 
 
 # Elementwise work is in fp32 (a difference or ratio off by a few parts in 10^7 of itself:
-# an error of 1e-2 read as 1e-2 * (1 +- 2e-7)) and sums of squares in fp64, a chunk at a time
-# (an fp32 running sum of n squares may drift by n x 2^-24 of itself: past 1e-3 at 33M). Whole fp64 copies would
-# move four times the bytes of a bf16 output, several times over, on every call the grader
-# verifies (a 16384 x 8192 rmsnorm output: 1 GiB per fp64 copy).
-NORM_CHUNK = 1 << 20  # elements: 8 MiB in fp64, inside a CPU's or the H200's L2 cache
+# an error of 1e-2 read as 1e-2 * (1 +- 2e-7)); sums of squares in fp64 (grader/norms.py).
 
 
 def _norm(x: torch.Tensor) -> float:
     """The Frobenius norm, its squares summed in fp64."""
-    import torch
+    from pytest_nodus.grader import norms  # at the first check, as torch in the methods below
 
-    flat = x.reshape(-1)
-    squares = torch.zeros((), dtype=torch.float64, device=x.device)
-    for start in range(0, flat.numel(), NORM_CHUNK):
-        part = flat[start:start + NORM_CHUNK].double()
-        squares += torch.dot(part, part)
-    return math.sqrt(squares.item())
+    return math.sqrt(norms.sum_of_squares(x))
 
 
 def _difference(output: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:

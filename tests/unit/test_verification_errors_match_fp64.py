@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_nodus.grader import correctness
+from pytest_nodus.grader import correctness, norms
 from pytest_nodus.grader.correctness import ElementwiseRelative, Normwise
 
 
@@ -23,7 +23,7 @@ def fp64_elementwise(out, ref, floor_fraction=1e-2):
 
 @pytest.mark.parametrize("scale", [1.0, 1e-20, 1e21])  # squares under and over fp32's range
 def test_errors_agree_with_fp64(scale, monkeypatch):
-    monkeypatch.setattr(correctness, "NORM_CHUNK", 4096)  # many chunks and a ragged last one
+    monkeypatch.setattr(norms, "CHUNK", 4096)  # many chunks and a ragged last one
     g = torch.Generator().manual_seed(0)
     ref = scale * torch.randn(300, 101, generator=g)
     out = (ref * (1 + 3e-3 * torch.randn(ref.shape, generator=g))).bfloat16()
