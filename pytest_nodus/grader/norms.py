@@ -18,6 +18,8 @@ Runs only in the grader.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 # Elements per chunk on the CPU: 8 MiB in fp64, inside a CPU's cache.
@@ -52,7 +54,9 @@ def squares_by_blocks(flat: torch.Tensor) -> torch.Tensor:
     (by the kernel: on the GPU, or on the CPU under Triton's interpreter)."""
     n = flat.numel()
     partials = torch.empty(-(-n // BLOCK), dtype=torch.float64, device=flat.device)
-    _block_squares()[(partials.numel(),)](flat, partials, n, BLOCK=BLOCK)
+    # Triton launches on the current device, and an xdist worker's GPU need not be it.
+    with torch.cuda.device(flat.device) if flat.is_cuda else contextlib.nullcontext():
+        _block_squares()[(partials.numel(),)](flat, partials, n, BLOCK=BLOCK)
     return partials.sum()
 
 
