@@ -129,9 +129,9 @@ def cross_checked(fast, plain, what: str, common_scale: bool = False, compiles: 
 
 def _settled(outputs):
     """``outputs`` once the GPU work behind them is done (a reference's time is its GPU's)."""
-    first = next((t for t in (outputs if isinstance(outputs, tuple) else (outputs,)) if isinstance(t, torch.Tensor)), None)
-    if first is not None:
-        settle(first.device)
+    tensors = [t for t in (outputs if isinstance(outputs, tuple) else (outputs,)) if isinstance(t, torch.Tensor)]
+    if tensors:
+        settle(tensors[0].device)
     return outputs
 
 

@@ -29,6 +29,12 @@ CHUNK = 1 << 20
 # partial per 4096 elements to sum after.
 BLOCK = 4096
 
+# Per (device, dtype): whether the kernel's sum, at its first use there, agreed with the
+# chunk loop's. Two fp64 sums of the same exact squares in different orders differ by a few
+# parts in 10^15; a block left out or misread moves the sum by more than 10^-6 of itself.
+_KERNEL_AGREES: dict[tuple, bool] = {}
+AGREEMENT = 1e-10
+
 _kernel = None
 
 
@@ -75,13 +81,6 @@ def sum_of_squares(x: torch.Tensor) -> float:
         if _KERNEL_AGREES[key]:
             return float(squares_by_blocks(flat).item())
     return _by_chunks(flat)
-
-
-# Per (device, dtype): whether the kernel's sum, at its first use there, agreed with the
-# chunk loop's. Two fp64 sums of the same exact squares in different orders differ by a few
-# parts in 10^15; a block left out or misread moves the sum by more than 10^-6 of itself.
-_KERNEL_AGREES: dict[tuple, bool] = {}
-AGREEMENT = 1e-10
 
 
 def _first_on(key: tuple, flat: torch.Tensor) -> float:
