@@ -6,7 +6,8 @@ it lives in:
 - ``grader/``   the pytest process only: the plugin, environment declarations, inputs,
                 verification, the grader's clock, timing rules, reward and report;
 - ``sandbox/``  the only code the submission's process imports (``python -m pytest_nodus.sandbox``);
-- ``shared/``   what both must agree on (arena layout, messages, flag words); imports neither.
+- ``shared/``   what both must agree on (arena layout, messages, flag words); imports neither;
+- ``trusted/``  what the trusted files (experts, baselines) import in their own sandboxes.
 
 This module is imported by both processes (it is the package's ``__init__``), so it imports
 nothing: the names below are loaded from ``grader/`` on first use (PEP 562), and the

@@ -15,24 +15,14 @@ is built for) must cover the longest document of each call, and documents are dr
 on every call, so the first call of a shape builds one graph per power-of-two capacity
 that a split of T into B documents can need (from T/B up to T) and later calls pick the
 smallest that fits: no graph is ever built inside a timed call.
-A built plan is kept across grades on the host (expert/cudnn_plans.py).
+A built plan is kept across grades on the host (pytest_nodus/trusted/cudnn_plans.py).
 """
 
 from __future__ import annotations
 
 import torch
 
-try:
-    from expert.cudnn_plans import build as build_plan
-except ImportError:  # graded as a (trusted) submission: confined away from the project, it builds every plan
-    def build_plan(declare, handle, description, heuristics):
-        graph = declare()
-        graph.validate()
-        graph.build_operation_graph()
-        graph.create_execution_plans(heuristics)
-        graph.check_support()
-        graph.build_plans()
-        return graph
+from pytest_nodus.trusted.cudnn_plans import build as build_plan
 
 cudnn = None  # imported on first use, after torch (shared/GPU.md): capacities() needs no GPU
 _handle = None

@@ -15,24 +15,14 @@ Graphs are built outside the timed region. S (the padded per-sequence capacity o
 query tensor) must cover the longest chunk of each call, and chunks are drawn fresh on
 every call, so the first call of a shape builds one graph per power-of-two capacity a
 split of Q tokens into B chunks can need, and later calls take the smallest that fits.
-A built plan is kept across grades on the host (expert/cudnn_plans.py).
+A built plan is kept across grades on the host (pytest_nodus/trusted/cudnn_plans.py).
 """
 
 from __future__ import annotations
 
 import torch
 
-try:
-    from expert.cudnn_plans import build as build_plan
-except ImportError:  # graded as a (trusted) submission: confined away from the project, it builds every plan
-    def build_plan(declare, handle, description, heuristics):
-        graph = declare()
-        graph.validate()
-        graph.build_operation_graph()
-        graph.create_execution_plans(heuristics)
-        graph.check_support()
-        graph.build_plans()
-        return graph
+from pytest_nodus.trusted.cudnn_plans import build as build_plan
 
 cudnn = None  # imported on first use, after torch (shared/GPU.md)
 _handle = None

@@ -7,9 +7,9 @@ elements). A whole fp64 copy would move four times a bf16 tensor's bytes, so the
 piece at a time:
 
 - on the GPU, one Triton kernel: each block of ``BLOCK`` elements is read once, squared and
-  summed in fp64 into one partial, and the partials are summed in fp64; a loop of torch ops
-  per chunk (a cast, a dot, an add) launched hundreds of kernels for one norm of a large
-  output, host time at every check;
+  summed in fp64 into one partial, and the partials are summed in fp64, where a loop of
+  torch ops per chunk (a cast, a dot, an add) would launch hundreds of kernels for one norm
+  of a large output, host time at every check;
 - on the CPU, that loop, in chunks of ``CHUNK`` elements (Triton's interpreter would be
   slower than torch there). On the GPU the loop answers the first norm of each dtype too,
   and the kernel is used from then on only where it agreed with it there.

@@ -1,6 +1,6 @@
 """A cuDNN expert graded as a (trusted) submission runs confined, where the project's files
-are unreadable: it must load there without the plan store it uses as the expert
-(expert/cudnn_plans.py), and build its plans itself."""
+are unreadable: it must load there, its plan helper (pytest_nodus/trusted/cudnn_plans.py)
+importable, with no plan store named to it."""
 
 from __future__ import annotations
 

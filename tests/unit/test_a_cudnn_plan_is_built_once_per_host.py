@@ -1,5 +1,5 @@
 """A cuDNN expert's plan is built once per host and loaded by later grades
-(expert/cudnn_plans.py); anything wrong with a stored plan builds it again, and a sandbox
+(pytest_nodus/trusted/cudnn_plans.py); anything wrong with a stored plan builds it again, and a sandbox
 sees the store only where it runs a trusted file."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from expert import cudnn_plans
 from pytest_nodus.grader import sandbox_env
+from pytest_nodus.trusted import cudnn_plans
 
 STEPS = ("validate", "build_operation_graph", "create_execution_plans", "check_support", "build_plans")
 

@@ -3,7 +3,7 @@
     python3 tools/probes/cudnn_plan_store.py [--only chunked_prefill] [--size public-0]
 
 Per cuDNN expert (chunked_prefill, attention_backward): a first process, with an empty plan
-store (expert/cudnn_plans.py), calls the expert once at one public size (building and storing
+store (pytest_nodus/trusted/cudnn_plans.py), calls the expert once at one public size (building and storing
 every capacity's plan); a second process, the same store, calls it on the same inputs
 (loading them). Prints each process's first-call seconds, the plans stored, and the two outputs' normwise
 distance. Exit status 1 where they differ, nothing was stored, or the load was not faster.
@@ -12,7 +12,6 @@ distance. Exit status 1 where they differ, nothing was stored, or the load was n
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import subprocess
@@ -71,8 +70,6 @@ def main() -> int:
     parser.add_argument("--only", default="chunked_prefill,attention_backward")
     parser.add_argument("--size", default="public-0")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    importlib.import_module("expert.cudnn_plans")  # the store's module is importable from here
     ok = True
     for env_name in args.only.split(","):
         with tempfile.TemporaryDirectory() as folder:

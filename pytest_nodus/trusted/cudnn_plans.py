@@ -5,6 +5,8 @@ builds one graph per capacity of every shape spends seconds of each grade's firs
 there, every grade again, for the same plans. A plan built once is stored in the trusted
 roles' cache (``NODUS_TRUSTED_CACHE``: the grader sets it for the expert and the baselines,
 never for a submission, which can neither read nor write it) and loaded by later grades.
+Graded as a (trusted, confined) submission, an expert file imports this module too: there
+the variable is unset, and every plan is built.
 
 A stored plan is the cuDNN backend's own serialization of the built plan, keyed by all it
 depends on: the graph's description (every dimension, stride, data type and option the
