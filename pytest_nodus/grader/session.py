@@ -141,21 +141,15 @@ class NodusSession:
                     self.usage_errors.append(f"pytest-nodus: '{env.name}' has no starting kernel ({starting})")
                 self.yardsticks[env.name] = starting
             sizes = sizes_to_grade(env, kind, hidden)
-            self.planned_dims[env.name] = [s.dims for s in sizes]
-            if self.options.batch:
-                from pytest_nodus.grader.gpu_ledger import batch_problem
-
-                problem = batch_problem(env, self.planned_dims[env.name], len(self.options.submissions),
-                                        self.device_choice())
-                if problem:
-                    self.usage_errors.append(problem)
+            self.planned_dims[env.name] = [s.dims for s in sizes]  # narrowed to the selected ones after -k
             metafunc.parametrize("nodus_size", sizes, ids=[s.id for s in sizes])
 
     @pytest.hookimpl(trylast=True)  # after -k/-m deselection: a partial run grades what it selected
     def pytest_collection_modifyitems(self, session, config, items):
+        graded = [item for item in items if item.get_closest_marker(GRADED_MARKER)]
+        self._plan_selected(graded)
         if self.usage_errors:
             raise pytest.UsageError(self.usage_errors[0])
-        graded = [item for item in items if item.get_closest_marker(GRADED_MARKER)]
         if graded and self.options.submission is None:
             raise pytest.UsageError("pytest-nodus: grading an environment needs --nodus-submission=PATH")
         # A grade is one environment's: its reward, expert and JSON record mean nothing mixed.
@@ -164,6 +158,30 @@ class NodusSession:
             raise pytest.UsageError(_mixed(names))
         _fuzz_first(items, graded)
         self.collected.update(item.nodeid for item in items)
+
+    def _plan_selected(self, graded: list) -> None:
+        """Arenas, the GPU ledger's reservation and a batch's room are sized for the timed sizes
+        this run grades: a size deselected by -k is never called, and sizing every sandbox for
+        the largest one would refuse batches (and hold memory) for nothing."""
+        selected: dict[str, list] = {}
+        envs = {}
+        for item in graded:
+            env = getattr(item.cls, "environment", None)
+            size = getattr(getattr(item, "callspec", None), "params", {}).get("nodus_size")
+            if env is not None and size is not None:
+                envs[env.name] = env
+                if size.dims not in selected.setdefault(env.name, []):
+                    selected[env.name].append(size.dims)
+        for name in self.planned_dims:
+            self.planned_dims[name] = selected.get(name, [])
+        if not self.options.batch:
+            return
+        from pytest_nodus.grader.gpu_ledger import batch_problem
+
+        for name, env in envs.items():
+            problem = batch_problem(env, selected[name], len(self.options.submissions), self.device_choice())
+            if problem:
+                self.usage_errors.append(problem)
 
     def pytest_collection_finish(self, session):
         # A run of the fuzz alone (-k fuzz) starts no expert beside it: none would be called.
