@@ -98,14 +98,12 @@ def draw(points: dict[str, list[Point]], output: Path, title: str = TITLE, label
         marker, color = STYLES[label]
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, s=60,
                    label=f"{label} ({len(pts)})", zorder=3)
-        for x, y, name, status in pts if labels else ():
-            short = name.removeprefix("attn_").removeprefix("cheat_").removeprefix("correct_")
-            ax.annotate(short if status == "correct" or label == "cheats" else f"{short} ({status})", (x, y),
-                        fontsize=6.5, rotation=35 if y == -24 else 0, xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_xlabel("speedup over the expert measured by the timer (geometric mean over timed sizes)")
     ax.set_ylabel("reward paid")
     ax.set_ylim(-26.5, 4)
+    if labels:
+        _label(ax, fig, points)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="center left")
     ax.grid(alpha=0.3)
@@ -113,6 +111,28 @@ def draw(points: dict[str, list[Point]], output: Path, title: str = TITLE, label
     fig.savefig(output, dpi=130)
     plt.close(fig)
     return len(xs)
+
+
+# A 6.5 pt label's line height and average character width, in points.
+LINE, CHAR_WIDTH = 8.0, 3.6
+
+
+def _label(ax, fig, points: dict[str, list[Point]]) -> None:
+    """Names each point, its label lifted a line at a time past the labels already placed, so
+    that points close together (the cheats that crashed before any timing all sit at the
+    floor's left edge) keep every name readable."""
+    ax.autoscale_view()
+    placed: list[tuple[float, float, float]] = []  # (left, bottom, right), in points
+    for label, pts in points.items():
+        for x, y, name, status in pts:
+            short = name.removeprefix("attn_").removeprefix("cheat_").removeprefix("correct_")
+            text = short if status == "correct" or label == "cheats" else f"{short} ({status})"
+            left, bottom = ax.transData.transform((x, y)) * 72 / fig.dpi + (5, 3)
+            right, lift = left + CHAR_WIDTH * len(text), 0.0
+            while any(a < right and left < b and abs(bottom + lift - c) < LINE for a, c, b in placed):
+                lift += LINE
+            placed.append((left, bottom + lift, right))
+            ax.annotate(text, (x, y), fontsize=6.5, xytext=(5, 3 + lift), textcoords="offset points")
 
 
 def main(argv=None) -> int:
