@@ -14,7 +14,8 @@ points) or the path of an environment's folder. Several submissions are graded a
 one pytest run, every attempt against the same expert run and the same inputs, each with the
 verdict its own grade would give (``grader/rounds.py``); ``one_run=False`` grades them one
 after another instead. A batch larger than its GPU can hold at once (every attempt's sandbox
-with its memory budget) is graded in runs of as many as fit, each against its own expert run.
+with its memory budget) is graded in runs of as many as fit, each against its own expert run,
+and an attempt that ran out of GPU memory in its batch is graded again alone.
 """
 
 from __future__ import annotations
@@ -127,13 +128,17 @@ def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sea
         if not one_run or len(files) == 1:
             return [grade(env, one, **options) for one in files]
         try:
-            return _run(env, files, **options)
+            grades = _run(env, files, **options)
         except GradeFailed as failed:
             # More attempts than the GPU holds at once: the grader named how many fit.
             room = batch_files.room_in(failed.output)
             if room is None or room >= len(files):
                 raise
-            return [g for first in range(0, len(files), room) for g in _run(env, files[first:first + room], **options)]
+            grades = [g for first in range(0, len(files), room) for g in _run(env, files[first:first + room], **options)]
+        # An attempt run out of GPU memory may owe it to a batch-mate over its budget: its grade
+        # alone stands instead.
+        return [_run(env, one, **options)[0] if batch_files.ran_out_beside_others(g.document) else g
+                for one, g in zip(files, grades)]
     return _run(env, Path(submission).resolve(), **options)[0]
 
 

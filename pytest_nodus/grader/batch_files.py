@@ -38,6 +38,16 @@ def room_in(output: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def ran_out_beside_others(document: dict) -> bool:
+    """Whether a batch's attempt raised a GPU out-of-memory error. The room of a batch
+    assumes each attempt allocates at most the card's published budget, and nothing holds
+    an attempt to it: one that takes more can run a batch-mate out of memory, which would
+    then be graded as raising. Such an attempt is graded again alone, where only its own
+    allocations count (a file that raises this on purpose gains a separate grade, nothing
+    more)."""
+    return any(f["code"] == "raised" and "OutOfMemoryError" in f["detail"] for f in document["flags"])
+
+
 def attempt_files(paths: Sequence[str | Path]) -> list[Path]:
     """Kernel files, in order: each path a file, or a folder whose ``*.py`` files count (sorted)."""
     files: list[Path] = []
