@@ -134,7 +134,8 @@ def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sea
             room = batch_files.room_in(failed.output)
             if room is None or room >= len(files):
                 raise
-            grades = [g for first in range(0, len(files), room) for g in _run(env, files[first:first + room], **options)]
+            grades = [g for run in batch_files.runs_of(files, room)
+                      for g in (_run(env, run, **options) if len(run) > 1 else [_run(env, run[0], **options)[0]])]
         # An attempt run out of GPU memory may owe it to a batch-mate over its budget: its grade
         # alone stands instead.
         return [_run(env, one, **options)[0] if batch_files.ran_out_beside_others(g.document) else g

@@ -38,6 +38,19 @@ def room_in(output: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def runs_of(files: list, room: int) -> list[list]:
+    """``files`` in order, in as few runs of at most ``room`` as hold them, as even as they
+    split (16 in runs of 3: 3 3 3 3 2 2): a run of one file would be a lone grade, not a batch,
+    so a split leaves one only where ``room`` is 1 or a single file is left."""
+    count = -(-len(files) // max(room, 1))
+    runs, first = [], 0
+    for left in range(count, 0, -1):
+        size = -(-(len(files) - first) // left)
+        runs.append(files[first:first + size])
+        first += size
+    return runs
+
+
 def ran_out_beside_others(document: dict) -> bool:
     """Whether a batch's attempt raised a GPU out-of-memory error. The room of a batch
     assumes each attempt allocates at most the card's published budget, and nothing holds

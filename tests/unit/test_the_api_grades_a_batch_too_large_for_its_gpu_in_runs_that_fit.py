@@ -1,8 +1,9 @@
 """``pytest_nodus.grade`` given more attempts than the GPU holds at once grades them in runs
-of as many as the grader says fit, in order, each run a batch of its own; any other failure
-of a batch is raised as it is."""
+of at most as many as the grader says fit, as even as they split, in order, each run a batch
+of its own (a run of one file a lone grade); any other failure of a batch is raised as it is."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,23 +12,27 @@ from pytest_nodus.grader import api, batch_files
 
 def _fake_runs(room: int, runs: list):
     def run(env, submission, **options):
-        files = submission if isinstance(submission, list) else [submission]
-        runs.append([f.name for f in files])
+        batch = isinstance(submission, list)
+        files = submission if batch else [submission]
+        runs.append([f.name for f in files] if batch else files[0].name)
         if len(files) > room:
             raise api.GradeFailed("pytest wrote no grade (exit status 4)",
                                   "ERROR: " + batch_files.too_large(len(files), room, 470.0, 140.0))
-        return [f.name for f in files]
+        return [SimpleNamespace(name=f.name, document={"flags": []}) for f in files]
     return run
 
 
-def test_a_batch_past_the_room_is_graded_in_runs_that_fit(monkeypatch, tmp_path):
+@pytest.mark.parametrize("attempts, room, split", [(8, 3, [3, 3, 2]), (16, 3, [3, 3, 3, 3, 2, 2]), (4, 3, [2, 2]),
+                                                   (3, 1, ["one", "one", "one"])])
+def test_a_batch_past_the_room_is_graded_in_even_runs_that_fit(monkeypatch, tmp_path, attempts, room, split):
     runs = []
-    monkeypatch.setattr(api, "_run", _fake_runs(3, runs))
-    files = [tmp_path / f"attempt{i}.py" for i in range(8)]
+    monkeypatch.setattr(api, "_run", _fake_runs(room, runs))
+    files = [tmp_path / f"attempt{i}.py" for i in range(attempts)]
     grades = api.grade("rmsnorm", files)
-    assert grades == [f.name for f in files]  # every attempt, in order
+    assert [g.name for g in grades] == [f.name for f in files]  # every attempt, in order
     assert runs[0] == [f.name for f in files]  # the whole batch was asked first
-    assert [len(r) for r in runs[1:]] == [3, 3, 2]
+    # A run of one file is graded as the lone grade it is (pytest writes no batch for one file).
+    assert [len(r) if isinstance(r, list) else "one" for r in runs[1:]] == split
 
 
 def test_a_batch_that_fails_otherwise_raises(monkeypatch, tmp_path):
