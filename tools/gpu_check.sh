@@ -253,10 +253,9 @@ for MODE in "${@:-quick}"; do
       # BATCH_ROOM, as even as they split (16 in runs of 3: 3 3 3 3 2 2), so that no run is
       # one attempt, which pytest grades alone and writes no batch row for.
       t0=$(date +%s.%N); run=0
-      ls $folder/*.py | awk -v room=${BATCH_ROOM:-3} '{ f[NR] = $0 } END {
-          runs = int((NR + room - 1) / room); i = 1
-          for (r = 0; r < runs; r++) { n = int((NR - i + 1) / (runs - r) + 0.999); line = f[i++]
-            for (k = 1; k < n; k++) line = line " " f[i++]; print line } }' | while read -r files; do
+      python3 -c 'import sys; from pytest_nodus.grader.batch_files import runs_of
+for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATCH_ROOM:-3} $folder/*.py |
+      while read -r files; do
         run=$((run + 1)); left=$(( NODUS_DEADLINE - $(date +%s) ))
         if [ $left -lt 30 ]; then echo "run $run skipped (deadline)"; continue; fi
         timeout $left python3 -m pytest env_suites/attention_backward -q -p no:cacheprovider \
