@@ -38,7 +38,17 @@ def size_strategy(domain: SizeDomain):
 
 
 def shrink(dims: dict, domain: SizeDomain, fails: Callable[[dict], bool], budget: int = 16) -> dict:
-    """Greedy: move one dim at a time towards its smallest value while the size still fails."""
+    """Greedy: move one dim at a time towards its smallest value while the size still fails.
+
+    The domain's smallest size is tried first, in one trial: a kernel that fails at every
+    size (a crash, a forbidden call, an output never written) fails there, where the greedy
+    walk would spend a trial per dim at least, and each trial of a crashing kernel restarts
+    its sandbox (seconds each on a GPU host)."""
+    smallest = {name: min(spec.values) if isinstance(spec, Choice) else spec.low for name, spec in domain.dims.items()}
+    if budget > 0 and smallest != dims and domain.contains(smallest):
+        budget -= 1
+        if fails(smallest):
+            return smallest
     current = dict(dims)
     progress = True
     while progress and budget > 0:
