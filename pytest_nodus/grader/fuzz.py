@@ -37,19 +37,33 @@ def size_strategy(domain: SizeDomain):
     return st.fixed_dictionaries({name: dim(spec) for name, spec in domain.dims.items()}).filter(domain.contains)
 
 
+def _inside(spec, value: int) -> int:
+    """The dim's value nearest ``value`` from below that the dim allows (its smallest if none)."""
+    if isinstance(spec, Choice):
+        return max((v for v in spec.values if v <= value), default=min(spec.values))
+    return min(max(value, spec.low), spec.high)
+
+
 def shrink(dims: dict, domain: SizeDomain, fails: Callable[[dict], bool], budget: int = 16) -> dict:
     """Greedy: move one dim at a time towards its smallest value while the size still fails.
 
     The domain's smallest size is tried first, in one trial: a kernel that fails at every
     size (a crash, a forbidden call, an output never written) fails there, where the greedy
     walk would spend a trial per dim at least, and each trial of a crashing kernel restarts
-    its sandbox (seconds each on a GPU host)."""
+    its sandbox (seconds each on a GPU host). ``dims`` is returned where no trial fails."""
     smallest = {name: min(spec.values) if isinstance(spec, Choice) else spec.low for name, spec in domain.dims.items()}
     if budget > 0 and smallest != dims and domain.contains(smallest):
         budget -= 1
         if fails(smallest):
             return smallest
     current = dict(dims)
+    # A public size may lie outside the fuzz's domain (the CPU's domain is small), where every
+    # one-dim move stays outside: the walk starts from the size brought inside, if it fails there.
+    inside = {name: _inside(spec, dims[name]) for name, spec in domain.dims.items()}
+    if budget > 0 and not domain.contains(dims) and domain.contains(inside):
+        budget -= 1
+        if fails(inside):
+            current = inside
     progress = True
     while progress and budget > 0:
         progress = False

@@ -1,7 +1,8 @@
 """A failing size is shrunk from the domain's smallest size first: a kernel that fails at
 every size (a crash restarts its sandbox at each trial) costs one trial there; one that
 passes there is shrunk dim by dim as before, one trial later; a smallest size outside the
-domain's joint constraint is never tried."""
+domain's joint constraint is never tried; a size outside the domain is walked from the
+nearest size inside it."""
 
 from __future__ import annotations
 
@@ -39,3 +40,13 @@ def test_a_smallest_size_outside_the_joint_constraint_is_not_tried():
     fails, trials = _counted(lambda dims: True)
     assert shrink(FAILING, domain, fails)["T"] >= 8
     assert all(domain.contains(t) for t in trials)
+
+
+
+def test_a_size_outside_the_domain_is_walked_from_inside_it():
+    # A CPU public size may lie outside the fuzz's small domain, where no one-dim move gets in.
+    small = SizeDomain({"T": IntRange(1, 80), "D": Choice((16, 32))})
+    fails, trials = _counted(lambda dims: dims["T"] >= 10)
+    smallest = shrink({"T": 96, "D": 64}, small, fails)
+    assert trials[:2] == [{"T": 1, "D": 16}, {"T": 80, "D": 32}]  # the corner passed; the size brought inside fails
+    assert smallest["D"] == 16 and 10 <= smallest["T"] < 80
