@@ -57,8 +57,10 @@ def render(env) -> str:
         "fuzzed sizes": lambda k, p: _domain(p.domain),
         "time limit per call": lambda k, p: f"{p.call_timeout_s:g} s",
         "time limit for the kernel file's import": lambda k, p: f"{load_timeout_s(p.call_timeout_s):g} s",
-        # Reserved per grade on a shared GPU (grader/gpu_ledger.py); a CPU grade reserves nothing.
-        "GPU memory besides inputs and outputs": lambda k, p: f"up to {p.memory_gib:g} GiB" if k == "cuda" else "-",
+        # Reserved per grade on a shared GPU (grader/gpu_ledger.py) and held by the grader's
+        # reading of the driver (grader/gpu_memory_wall.py); a CPU grade reserves nothing.
+        "GPU memory besides inputs and outputs": lambda k, p:
+            f"up to {p.memory_gib:g} GiB (and 1 GiB for code)" if k == "cuda" else "-",
         # Held by the kernel where the grader can make limit cgroups (grader/cgroup_limits.py).
         "host memory and tasks (processes and threads), all the submission starts included": lambda k, p:
             f"up to {p.sandbox_limits(k)[0] / 2**30:g} GiB, {p.sandbox_limits(k)[1]} tasks",

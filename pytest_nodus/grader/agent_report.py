@@ -46,7 +46,7 @@ MEANING = {
     "sandbox_escape": "the kernel tried to reach outside its sandbox",
     "raised": "the kernel raised an exception", "crashed": "the kernel's process crashed",
     "process_exit": "the kernel's process exited", "load_failed": "the kernel file could not be loaded",
-    "over_limit": "the kernel's processes went past the task card's host memory or task limit",
+    "over_limit": "the kernel's processes went past the task card's host memory, task or GPU memory limit",
     "sandbox_dead": "the kernel's process was gone", "harness_error": "the grader's harness failed in the kernel's process",
     "worker_died": "a grading worker died", "no_result": "a size produced no result",
     "expert_failed": "the grader's reference kernel failed (not the submission's fault)",

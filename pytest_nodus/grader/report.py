@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_nodus.grader import phases, reward
 
-SCHEMA_VERSION = "2.5"
+SCHEMA_VERSION = "2.6"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
 
 _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms",

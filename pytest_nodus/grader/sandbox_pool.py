@@ -15,6 +15,7 @@ import torch
 
 from pytest_nodus.grader import inputs, phases, roles, standby
 from pytest_nodus.grader.environment import Environment, load_timeout_s
+from pytest_nodus.grader.gpu_ledger import GIB
 from pytest_nodus.grader.processes import adopt_orphans, stray_processes
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 from pytest_nodus.grader.sandbox_spawn import Spawned
@@ -204,6 +205,7 @@ class SandboxPool:
                           removed_templates=keep_out.templates if kept_out else (),
                           # The grader's own files hold no budget: only what it grades is limited.
                           limits=profile.sandbox_limits(self.device.kind) if process_role == "submission" else None,
+                          gpu_budget=int(profile.memory_gib * GIB) if process_role == "submission" else None,
                           spawned=spawned,
                           load_timeout_s=load_timeout_s(self.call_limit(env)) if process_role == "submission" else None)
         if carried is not None:

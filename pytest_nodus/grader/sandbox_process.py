@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from pytest_nodus.grader import heap_build, kernel_errors, phases, sandbox_env, walls
+from pytest_nodus.grader import gpu_memory_wall, heap_build, kernel_errors, phases, sandbox_env, walls
 from pytest_nodus.grader.arena_memory import create_arena
 from pytest_nodus.grader.cgroup import CGROUP, SandboxCgroup
 from pytest_nodus.grader.clock import GraderClock
 from pytest_nodus.grader.compile_carry import Carried
+from pytest_nodus.grader.gpu_memory_wall import GpuMemoryWall
 from pytest_nodus.grader.idle_work import IdleWatch
 from pytest_nodus.grader.reading import Reading
 from pytest_nodus.grader.sandbox_spawn import Spawned, spawn
@@ -55,9 +56,11 @@ class Sandbox:
                  unreadable_libraries: tuple[str, ...] = (), removed_kernels: dict | None = None,
                  removed_templates: tuple[str, ...] = (), unreadable_packages: tuple[str, ...] = (),
                  limits: tuple[int, int] | None = None, spawned: Spawned | None = None,
-                 load_timeout_s: float | None = None):
+                 load_timeout_s: float | None = None, gpu_budget: int | None = None):
         self.kernel_path = Path(kernel_path)
         self.limit_values = limits  # (host memory bytes, tasks): grader/cgroup_limits.py
+        self.gpu_budget = gpu_budget  # GPU memory bytes, a submission's only (grader/gpu_memory_wall.py)
+        self.gpu_wall: GpuMemoryWall | None = None
         self.role = role
         self.device = device
         self.entry_point = entry_point
@@ -193,15 +196,17 @@ class Sandbox:
         spawned, launcher, raised = self._spawned.at, self._spawned.launcher, self._spawned.raised
         staged = self._await_reply(self.startup_timeout_s, during=kernel_errors.STARTUP)
         staged_at = time.monotonic()
+        self.pid = walls.sandbox_pid(self.process.pid) if launcher else self.process.pid
+        if self.pid is None:
+            self._kill()
+            raise SandboxFailure("error", "harness_error", "the sandbox's launcher does not hold exactly one sandbox")
+        # Before the kernel file loads: what the sandbox holds now is the grader's doing.
+        self.gpu_wall = GpuMemoryWall.raise_for(self.device, self.gpu_budget, self.pid, self.cgroup)
         if self.role == "submission":
             self.send({"op": protocol.LOAD})  # only now: the pool loads a batch's files one at a time
         hello = self._await_reply(self.load_timeout_s, during="loading the kernel file")
         self.stages_ms = phases.stages(spawned, staged.get("marks"), staged_at, time.monotonic())
         self.stages_ms["start_grader"] = self._launch_ms
-        self.pid = walls.sandbox_pid(self.process.pid) if launcher else self.process.pid
-        if self.pid is None:
-            self._kill()
-            raise SandboxFailure("error", "harness_error", "the sandbox's launcher does not hold exactly one sandbox")
         self.clock.pid, self.clock.cgroup = self.pid, self.cgroup
         if self.limits is not None:
             self.limits.rlimit_tasks = hello.get("max_tasks") == self.limits.tasks
@@ -213,7 +218,8 @@ class Sandbox:
             raised = (*raised, *([CGROUP] if self.cgroup else []), *(self.limits.labels if self.limits else []))
         self.isolation = ["trusted"] if confined == "trusted" else \
             ["process", *([confined] if confined.startswith("landlock") else []),
-             *([walls.SECCOMP] if hello.get("seccomp") else []), *raised]
+             *([walls.SECCOMP] if hello.get("seccomp") else []), *raised,
+             *([gpu_memory_wall.LABEL] if self.gpu_wall else [])]
         self.removed_fatbins = int(hello.get("removed_fatbins") or 0)
         if not hello.get("ok"):
             raise SandboxFailure("error", "load_failed", kernel_errors.describe(hello.get("error"), self.kernel_path))
@@ -346,13 +352,14 @@ class Sandbox:
 
     def _await_reply(self, timeout_s: float, during: str) -> dict:
         deadline = time.monotonic() + timeout_s
+        tick = gpu_memory_wall.READ_EVERY_S if self.gpu_wall else 0.5
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._kill()
                 raise SandboxFailure("timeout", "timeout", f"no answer within {timeout_s:.0f} s during {during}")
             try:
-                ready = self._replies.poll(min(remaining, 0.5))
+                ready = self._replies.poll(min(remaining, tick))
             except (OSError, EOFError):
                 raise self._death(during) from None
             if ready:
@@ -363,9 +370,16 @@ class Sandbox:
                 except protocol.ProtocolError as exc:
                     self._kill()
                     raise SandboxFailure("flagged", "protocol_violation", str(exc)) from None
+                self._hold_gpu_memory(during, throttle=True)
                 return reply
             if not self.alive:
                 raise self._death(during)
+            self._hold_gpu_memory(during)
+
+    def _hold_gpu_memory(self, during: str, throttle: bool = False) -> None:
+        if self.gpu_wall is not None and (breach := self.gpu_wall.breached(throttle)):
+            self._kill()
+            raise SandboxFailure("error", "over_limit", f"stopped during {during}: {breach}")
 
     def _death(self, during: str) -> SandboxFailure:
         try:

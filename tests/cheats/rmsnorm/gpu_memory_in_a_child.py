@@ -1,0 +1,32 @@
+"""Cheat: the GPU memory hoard of hold_gpu_memory.py, held by a process the kernel starts, so
+that the sandbox's own process stays small in the driver's count.
+
+The grader counts every process of the sandbox (its tree and its cgroup) against the one
+budget (grader/gpu_memory_wall.py).
+"""
+
+# Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
+EXPECT = {"cuda": ("error", ("over_limit",))}
+
+import subprocess
+import sys
+
+import torch
+
+_CHILD = """
+import sys, time, torch
+held = torch.ones(6 << 30, dtype=torch.uint8, device="cuda")
+torch.cuda.synchronize()
+print("held", flush=True)
+time.sleep(3600)
+"""
+_child = None
+
+
+def kernel(x, weight, eps):
+    global _child
+    if _child is None and x.is_cuda:
+        _child = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, text=True)
+        _child.stdout.readline()  # the hoard is in place before this call returns
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(torch.bfloat16)

@@ -1,0 +1,95 @@
+"""A submission's sandbox is held to its GPU memory budget by the driver's count of its
+processes, read by the grader (grader/gpu_memory_wall.py), and stopped past it as over_limit.
+NVML is faked: the count per pid is what the driver would report."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_nodus.grader import gpu_memory_wall
+from pytest_nodus.grader.gpu_ledger import GIB
+from pytest_nodus.grader.gpu_memory_wall import ALLOWANCE_BYTES, GpuMemoryWall
+from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
+
+SANDBOX, CHILD, ESCAPED, NEIGHBOUR = 4_000_001, 4_000_002, 4_000_003, 4_000_004
+
+
+class FakeDevice:
+    """What NVML reports: bytes per pid now, and peaks where accounting is on."""
+
+    def __init__(self, used: dict, peaks: dict | None = None):
+        self.used, self.peaks, self.reads = dict(used), peaks, 0
+
+    def used_bytes(self):
+        self.reads += 1
+        return dict(self.used)
+
+    def accounting_on(self):
+        return self.peaks is not None
+
+    def peak_bytes(self, pid):
+        return None if self.peaks is None else self.peaks.get(pid)
+
+
+@pytest.fixture(autouse=True)
+def tree(monkeypatch):
+    """The sandbox's process tree: CHILD is a process it started."""
+    monkeypatch.setattr(gpu_memory_wall, "descendants", lambda pid: {CHILD} if pid == SANDBOX else set())
+
+
+def test_memory_within_the_budget_and_allowance_passes():
+    device = FakeDevice({SANDBOX: GIB // 2, NEIGHBOUR: 70 * GIB})
+    wall = GpuMemoryWall(device, 2 * GIB, SANDBOX)
+    device.used[SANDBOX] += 2 * GIB + ALLOWANCE_BYTES  # exactly at the limit
+    assert wall.breached() is None
+
+
+def test_memory_past_the_limit_stops_the_sandbox_and_says_how_much():
+    device = FakeDevice({SANDBOX: GIB // 2})
+    wall = GpuMemoryWall(device, 2 * GIB, SANDBOX)
+    device.used[SANDBOX] = GIB // 2 + 2 * GIB + ALLOWANCE_BYTES + 1
+    breach = wall.breached()
+    assert breach is not None and "3.50 GiB" in breach and "3.00 GiB" in breach
+
+
+def test_every_process_of_the_sandbox_counts_and_no_other():
+    device = FakeDevice({SANDBOX: GIB // 2, NEIGHBOUR: 70 * GIB})
+    wall = GpuMemoryWall(device, 2 * GIB, SANDBOX, cgroup_tasks=lambda: [SANDBOX, ESCAPED])
+    device.used[CHILD] = 2 * GIB  # a process it started, in its tree
+    assert wall.breached() is None
+    device.used[ESCAPED] = 2 * GIB  # one that left its tree, still in its cgroup
+    assert wall.breached() is not None
+
+
+def test_the_drivers_peak_is_read_where_the_host_keeps_accounting():
+    device = FakeDevice({SANDBOX: GIB // 2}, peaks={SANDBOX: GIB // 2})
+    wall = GpuMemoryWall(device, 2 * GIB, SANDBOX)
+    device.peaks[SANDBOX] = 6 * GIB  # taken and freed between two readings: now back to half a GiB
+    assert wall.breached() is not None
+
+
+def test_a_reading_after_a_reply_waits_for_the_last_to_age():
+    device = FakeDevice({SANDBOX: GIB // 2})
+    wall = GpuMemoryWall(device, 2 * GIB, SANDBOX)
+    wall.breached()
+    reads = device.reads
+    device.used[SANDBOX] = 6 * GIB
+    assert wall.breached(throttle=True) is None and device.reads == reads
+    assert wall.breached() is not None
+
+
+def test_a_call_past_the_budget_ends_in_over_limit_and_the_sandbox_killed():
+    from multiprocessing import Pipe
+
+    replies, _silent = Pipe(duplex=False)  # the call never answers
+    killed = []
+    sandbox = Sandbox(Path("kernel.py"), "submission", "cuda:0")
+    sandbox._replies = replies
+    sandbox._spawned = SimpleNamespace(process=SimpleNamespace(poll=lambda: None), kill=lambda: killed.append(1))
+    device = FakeDevice({SANDBOX: GIB // 2})
+    sandbox.gpu_wall = GpuMemoryWall(device, 2 * GIB, SANDBOX)
+    device.used[SANDBOX] = 8 * GIB
+    with pytest.raises(SandboxFailure) as failure:
+        sandbox.receive(timeout_s=5, during="a call")
+    assert (failure.value.status, failure.value.code) == ("error", "over_limit") and killed
