@@ -53,6 +53,8 @@
 #                                        # (PHASES_TWICE=1: each again on the warm host)
 #   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
 #   bash tools/gpu_check.sh gpu_memory_owners  # which processes NVML charges GPU memory to while a grade runs
+#   bash tools/gpu_check.sh memory_wall  # the GPU memory wall: what NVML reads of a child's memory, the cheats
+#                                        # of its class, and honest kernels near and within their budgets
 #   bash tools/gpu_check.sh exact_references  # plain and tensor-core fp32 references per sealed size (prefill,
 #                                        # attention), then both solutions graded (the tensor-core ones on)
 # Several modes run in order: bash tools/gpu_check.sh quick attention
@@ -326,6 +328,19 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     done
     wait $gpid
     grep -A40 "^== " "$WORK/gpu_memory_owners.txt" | tail -80 ;;
+  memory_wall)
+    # The wall's reading (grader/gpu_memory_wall.py) from outside a child, its cheats (and the
+    # dense attention cheats that held 24-35 GiB against a 16 GiB budget), then honest kernels
+    # that must pass it: rmsnorm styles near the 2 GiB budget, each solution sealed once.
+    python3 tools/probes/gpu_memory_reading.py 2>&1 | grep -v Warning | tee "$WORK/gpu_memory_reading.txt"
+    printf 'tests/cheats/%s.py\n' rmsnorm/hold_gpu_memory rmsnorm/hold_gpu_memory_by_driver rmsnorm/gpu_memory_in_a_child |
+      xargs -P 3 -I{} bash -c 'grade rmsnorm cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=20 -k "public-0 or hidden-0"'
+    printf 'tests/cheats/%s.py\n' attention_backward/ignores_window attention_backward/fp8_internally attention_backward/ignores_documents |
+      xargs -P 1 -I{} bash -c 'grade attention_backward cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"'
+    STYLES="workspace_within_budget torch_ops workspace_reuse" styles
+    grade rmsnorm wall_rmsnorm_solution expert/rmsnorm/solution.py $SEALED
+    grade attention_backward wall_attention_solution expert/attention_backward/solution.py $SEALED
+    grade chunked_prefill wall_prefill_solution expert/chunked_prefill/solution.py $SEALED ;;
   exact_references)
     # Agreement and seconds of the plain and the fused (Triton, tensor-core) references per
     # sealed size, then each solution graded, one rerun, alone: the grader cross-checks the
