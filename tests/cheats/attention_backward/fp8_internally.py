@@ -1,7 +1,9 @@
 """Cheat: run the backward on fp8 (e4m3) copies of the inputs."""
 
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
-EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
+# On the GPU its dense fp32 temporaries (24-35 GiB at public-0) pass the card's 16 GiB first,
+# and the grader stops it there (grader/gpu_memory_wall.py).
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("error", ("over_limit",))}
 
 import torch
 

