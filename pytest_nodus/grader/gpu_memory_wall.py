@@ -49,6 +49,7 @@ class GpuMemoryWall:
         self.peaks = device.accounting_on()  # read once: the operator sets it, never the grader
         self._last_read = 0.0
         self.at_ready = self.held()
+        self.most_bytes = 0  # the most held beyond at_ready in any reading: the grade's gpu_held_gib
 
     @classmethod
     def raise_for(cls, torch_device: str, budget_bytes: int | None, pid: int, cgroup=None) -> GpuMemoryWall | None:
@@ -89,6 +90,7 @@ class GpuMemoryWall:
             return None
         self._last_read = now
         held = self.held()
+        self.most_bytes = max(self.most_bytes, held - self.at_ready)
         if held - self.at_ready <= self.limit_bytes:
             return None
         return (f"its processes held {held / GIB:.2f} GiB of GPU memory, {(held - self.at_ready) / GIB:.2f} GiB "

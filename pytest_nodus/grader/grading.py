@@ -277,6 +277,8 @@ class Grader:
         """After a submission's call: its other threads are given a moment to fall idle, what
         they ran since it returned is counted, and the sandbox is frozen until its next
         request, so that from here to its next window nothing of it runs at all."""
+        if sandbox.gpu_wall is not None:
+            result.gpu_held_gib = round(sandbox.gpu_wall.most_bytes / gpu_ledger.GIB, 2)
         if timed:
             sandbox.idle.returned(sandbox)
             sandbox.idle.settle(sandbox)

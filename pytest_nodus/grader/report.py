@@ -20,7 +20,7 @@ SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
 _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms",
                 "t_submission_iqr_ms", "t_expert_iqr_ms", "t_submission_grader_ms", "overhead_ms", "submission_overhead_ms", "speedup", "throughput", "throughput_unit",
                 "expert_error", "t_baselines_ms", "baseline_errors", "baseline_notes", "calls", "calls_with_children", "idle_work_ms",
-                "contended_rounds", "gpu_reserved_gib", "timed_calls",
+                "contended_rounds", "gpu_reserved_gib", "gpu_held_gib", "timed_calls",
                 "kernels", "waived_flags", "device", "phases", "reference_paths")
 
 

@@ -57,6 +57,7 @@ class SizeResult:
     idle_work_ms: float | None = None  # the most CPU the sandbox ran outside its harness between two calls
     contended_rounds: int = 0  # rounds timed again: another context held the GPU (grader/gpu_idle.py)
     gpu_reserved_gib: float | None = None  # the grade's GPU memory reservation when this size ran (grader/gpu_ledger.py)
+    gpu_held_gib: float | None = None  # the most the submission's processes held past their start (grader/gpu_memory_wall.py)
     # Every timed call's three readings, per role: what the medians came from, so a rerun
     # whose median moved can be read call by call (and counted again: nodus-recount).
     timed_calls: dict | None = None

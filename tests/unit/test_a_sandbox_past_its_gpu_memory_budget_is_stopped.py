@@ -93,3 +93,13 @@ def test_a_call_past_the_budget_ends_in_over_limit_and_the_sandbox_killed():
     with pytest.raises(SandboxFailure) as failure:
         sandbox.receive(timeout_s=5, during="a call")
     assert (failure.value.status, failure.value.code) == ("error", "over_limit") and killed
+
+
+def test_the_most_held_past_the_start_is_kept_for_the_grade():
+    device = FakeDevice({SANDBOX: GIB // 2})
+    wall = GpuMemoryWall(device, 2 * GIB, SANDBOX)
+    device.used[SANDBOX] = GIB // 2 + GIB
+    wall.breached()
+    device.used[SANDBOX] = GIB // 2
+    wall.breached()
+    assert wall.most_bytes == GIB

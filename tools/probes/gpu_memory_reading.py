@@ -5,15 +5,20 @@ the host keeps it. The child runs plain and in a pid namespace of its own, as a 
 does, to show whether NVML names it under the pid the grader knows.
 
     python3 tools/probes/gpu_memory_reading.py
+
+It also times one reading of the wall (grader/gpu_memory_wall.py), what the grader pays per
+20 ms while a call runs and per reply at most every 20 ms.
 """
 
 import shutil
 import subprocess
 import sys
+import time
 
 import torch
 
 from pytest_nodus.grader import nvml
+from pytest_nodus.grader.gpu_memory_wall import GpuMemoryWall
 
 CHILD = r"""
 import sys, torch
@@ -36,7 +41,8 @@ def main() -> int:
     print(f"accounting: {'on' if device.accounting_on() else 'off'}")
     runs = [("plain", [])]
     if shutil.which("unshare"):
-        runs.append(("pid namespace", ["unshare", "--pid", "--fork", "--kill-child"]))
+        # --mount-proc, as the sandboxes run: the namespace sees its own /proc.
+        runs.append(("pid namespace", ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]))
     for label, prefix in runs:
         child = subprocess.Popen(prefix + [sys.executable, "-c", CHILD], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, text=True)
@@ -49,6 +55,13 @@ def main() -> int:
             peak = device.peak_bytes(pid)
             print(f"{label:14s} {line.strip():22s} pid {pid}: used {used.get(pid, 0) / 2**20:8.0f} MiB, "
                   f"peak {'-' if peak is None else f'{peak / 2**20:.0f} MiB'}; pids NVML names: {sorted(used)}")
+            if line.startswith("holding"):  # what one reading of the wall costs the grader
+                wall = GpuMemoryWall(device, 2 << 30, pid)
+                began = time.perf_counter()
+                for _ in range(200):
+                    wall.breached()
+                print(f"{label:14s} one wall reading: {(time.perf_counter() - began) / 200 * 1e3:.3f} ms "
+                      f"(NVML's process list and the sandbox's tree)")
             child.stdin.write("\n"); child.stdin.flush()
         child.wait()
         peak = device.peak_bytes(pid)

@@ -1,18 +1,23 @@
 """Cheat: ignore the sliding window (full causal inside each document)."""
 
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
-# On the GPU its dense fp32 temporaries (24-35 GiB at public-0) pass the card's 16 GiB first,
-# and the grader stops it there (grader/gpu_memory_wall.py).
-EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("error", ("over_limit",))}
+EXPECT = {"cpu": ("wrong", ("wrong_values",)), "cuda": ("wrong", ("wrong_values",))}
 
 import torch
 
+# Query rows per block: each block's fp32 score-sized temporaries (scores, P, dP, dS: heads x
+# rows x keys) stay near this many bytes, so the math runs inside the task card's GPU memory
+# (16 GiB) at every size, and the verdict is the math's, not the memory wall's.
+BLOCK_BYTES = 256 << 20
+
+
 def _backward(q, k, v, o, do, cu_seqlens, window, scale, *, documents=None, group_of=None, skip_last=False):
-    """Dense per-document attention backward in fp32 (the honest math, with knobs to cheat)."""
+    """Dense per-document attention backward in fp32, a block of query rows at a time (the
+    honest math, with knobs to cheat)."""
     t, hq, d = q.shape
     hkv = k.shape[1]
     group = hq // hkv
-    heads = torch.arange(hq) // group if group_of is None else group_of(hq, hkv)
+    heads = (torch.arange(hq) // group if group_of is None else group_of(hq, hkv)).to(q.device)
     dq = torch.zeros(t, hq, d, device=q.device)
     dk = torch.zeros(t, hkv, d, device=q.device)
     dv = torch.zeros(t, hkv, d, device=q.device)
@@ -21,17 +26,24 @@ def _backward(q, k, v, o, do, cu_seqlens, window, scale, *, documents=None, grou
     if skip_last:
         spans = spans[:-1]
     for s, e in spans:
-        qs, dos, os_ = (x[s:e].float().transpose(0, 1) for x in (q, do, o))
         ks, vs = (x[s:e].float()[:, heads].transpose(0, 1) for x in (k, v))
-        rows = torch.arange(s, e, device=q.device)
-        mask = rows[:, None] >= rows[None, :]
-        if window > 0:
-            mask &= rows[:, None] - rows[None, :] < window
-        p = torch.softmax((scale * qs @ ks.transpose(1, 2)).masked_fill(~mask, float("-inf")), -1)
-        ds = p * (dos @ vs.transpose(1, 2) - (dos * os_).sum(-1, keepdim=True))
-        dq[s:e] = (scale * ds @ ks).transpose(0, 1)
-        dk[s:e].index_add_(1, heads.to(q.device), (scale * ds.transpose(1, 2) @ qs).transpose(0, 1))
-        dv[s:e].index_add_(1, heads.to(q.device), (p.transpose(1, 2) @ dos).transpose(0, 1))
+        dks, dvs = torch.zeros_like(ks), torch.zeros_like(vs)
+        keys = torch.arange(s, e, device=q.device)
+        step = max(1, BLOCK_BYTES // (4 * hq * (e - s)))
+        for r0 in range(s, e, step):
+            r1 = min(r0 + step, e)
+            qs, dos, os_ = (x[r0:r1].float().transpose(0, 1) for x in (q, do, o))
+            rows = torch.arange(r0, r1, device=q.device)
+            mask = rows[:, None] >= keys[None, :]
+            if window > 0:
+                mask &= rows[:, None] - keys[None, :] < window
+            p = torch.softmax((scale * qs @ ks.transpose(1, 2)).masked_fill(~mask, float("-inf")), -1)
+            ds = p * (dos @ vs.transpose(1, 2) - (dos * os_).sum(-1, keepdim=True))
+            dq[r0:r1] = (scale * ds @ ks).transpose(0, 1)
+            dks += scale * ds.transpose(1, 2) @ qs
+            dvs += p.transpose(1, 2) @ dos
+        dk[s:e].index_add_(1, heads, dks.transpose(0, 1))
+        dv[s:e].index_add_(1, heads, dvs.transpose(0, 1))
     return dq, dk, dv
 
 
