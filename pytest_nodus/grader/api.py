@@ -134,21 +134,19 @@ def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sea
             room = batch_files.room_in(failed.output)
             if room is None or room >= len(files):
                 raise
-            grades = [g for run in batch_files.runs_of(files, room)
-                      for g in (_run(env, run, **options) if len(run) > 1 else [_run(env, run[0], **options)[0]])]
+            grades = [g for run in batch_files.runs_of(files, room) for g in _run(env, run, **options)]
         # An attempt run out of GPU memory may owe it to a batch-mate over its budget: its grade
         # alone stands instead.
-        return [_run(env, one, **options)[0] if batch_files.ran_out_beside_others(g.document) else g
+        return [_run(env, [one], **options)[0] if batch_files.ran_out_beside_others(g.document) else g
                 for one, g in zip(files, grades)]
-    return _run(env, Path(submission).resolve(), **options)[0]
+    return _run(env, [Path(submission).resolve()], **options)[0]
 
 
-def _run(env, submission: Path | list[Path], *, sealed, device, reruns, seed, against, pytest_args,
-         timeout_s) -> list[Grade]:
-    """One pytest run: a grade, or a batch's grades in order."""
+def _run(env, files: list[Path], *, sealed, device, reruns, seed, against, pytest_args, timeout_s) -> list[Grade]:
+    """One pytest run: a lone grade for one file, a batch's grades in order for several
+    (pytest grades a batch of one file alone, and writes no batch folder for it)."""
     folder = suite_folder(env)
-    files = submission if isinstance(submission, list) else [submission]
-    batch = isinstance(submission, list)
+    batch = len(files) > 1
     with tempfile.TemporaryDirectory(prefix="nodus-api-") as work:
         report = Path(work) / ("grades" if batch else "grade.json")
         # --assert=plain: no verdict reads pytest's assertion introspection (the grade is the

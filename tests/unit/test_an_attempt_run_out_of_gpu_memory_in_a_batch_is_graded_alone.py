@@ -1,5 +1,5 @@
-"""A batch's room assumes every attempt keeps to the card's GPU memory budget, which nothing
-enforces: an attempt over it can run a batch-mate out of memory. The API grades an attempt
+"""A batch's room assumes every attempt keeps to the card's GPU memory budget, which the wall
+reads only every 20 ms: an attempt over it for less can run a batch-mate out of memory. The API grades an attempt
 that raised a GPU out-of-memory error in its batch again alone, and that grade stands; every
 other attempt keeps its batch grade, and no other failure is graded twice."""
 
@@ -30,13 +30,13 @@ def test_only_the_attempt_run_out_of_gpu_memory_is_graded_again_alone(monkeypatc
 
     def run(env, submission, **options):
         runs.append(submission)
-        if isinstance(submission, list):
+        if len(submission) > 1:
             return [api.Grade.from_document(_document(f, *in_batch[f.stem])) for f in submission]
-        return [api.Grade.from_document(_document(submission, "correct"))]  # alone, it had the memory it needed
+        return [api.Grade.from_document(_document(submission[0], "correct"))]  # alone, it had the memory it needed
 
     monkeypatch.setattr(api, "_run", run)
     grades = api.grade("attention_backward", files)
-    assert runs == [files, files[0]]
+    assert runs == [files, [files[0]]]
     assert [g.status for g in grades] == ["correct", "wrong", "wrong", "error"]
     assert [g.submission.stem for g in grades] == ["honest", "greedy", "wrong", "raises"]
 
@@ -46,7 +46,7 @@ def test_a_lone_grade_run_out_of_memory_stands(monkeypatch, tmp_path):
 
     def run(env, submission, **options):
         runs.append(submission)
-        return [api.Grade.from_document(_document(submission, "error", [("raised", OOM)]))]
+        return [api.Grade.from_document(_document(submission[0], "error", [("raised", OOM)]))]
 
     monkeypatch.setattr(api, "_run", run)
     assert api.grade("attention_backward", tmp_path / "alone.py").status == "error"

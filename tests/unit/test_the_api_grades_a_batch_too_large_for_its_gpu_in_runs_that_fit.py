@@ -11,10 +11,8 @@ from pytest_nodus.grader import api, batch_files
 
 
 def _fake_runs(room: int, runs: list):
-    def run(env, submission, **options):
-        batch = isinstance(submission, list)
-        files = submission if batch else [submission]
-        runs.append([f.name for f in files] if batch else files[0].name)
+    def run(env, files, **options):
+        runs.append([f.name for f in files])
         if len(files) > room:
             raise api.GradeFailed("pytest wrote no grade (exit status 4)",
                                   "ERROR: " + batch_files.too_large(len(files), room, 470.0, 140.0))
@@ -23,7 +21,7 @@ def _fake_runs(room: int, runs: list):
 
 
 @pytest.mark.parametrize("attempts, room, split", [(8, 3, [3, 3, 2]), (16, 3, [3, 3, 3, 3, 2, 2]), (4, 3, [2, 2]),
-                                                   (3, 1, ["one", "one", "one"])])
+                                                   (3, 1, [1, 1, 1])])
 def test_a_batch_past_the_room_is_graded_in_even_runs_that_fit(monkeypatch, tmp_path, attempts, room, split):
     runs = []
     monkeypatch.setattr(api, "_run", _fake_runs(room, runs))
@@ -31,12 +29,11 @@ def test_a_batch_past_the_room_is_graded_in_even_runs_that_fit(monkeypatch, tmp_
     grades = api.grade("rmsnorm", files)
     assert [g.name for g in grades] == [f.name for f in files]  # every attempt, in order
     assert runs[0] == [f.name for f in files]  # the whole batch was asked first
-    # A run of one file is graded as the lone grade it is (pytest writes no batch for one file).
-    assert [len(r) if isinstance(r, list) else "one" for r in runs[1:]] == split
+    assert [len(r) for r in runs[1:]] == split
 
 
 def test_a_batch_that_fails_otherwise_raises(monkeypatch, tmp_path):
-    def broken(env, submission, **options):
+    def broken(env, files, **options):
         raise api.GradeFailed("pytest wrote no grade (exit status 4)", "ERROR: no environment")
     monkeypatch.setattr(api, "_run", broken)
     with pytest.raises(api.GradeFailed):
