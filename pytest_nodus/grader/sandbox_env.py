@@ -15,7 +15,6 @@ from pytest_nodus.trusted.cudnn_plans import CACHE_VARIABLE
 INHERITED = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
              "NVIDIA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
              "NVSHMEM_DISABLE_NVLS", "TRITON_PTXAS_PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-TRUSTED_CACHE = CACHE_VARIABLE
 # Where ``pytest_nodus`` is importable from (a checkout's root, or site-packages).
 IMPORT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +34,7 @@ def variables(scratch: Path, cache_dir: Path | None, uid: int | None, role: str)
     if cache_dir is not None and role != "submission":
         # Where a trusted file keeps what it builds across grades besides the compilers' caches
         # (the cuDNN experts' plans: trusted/cudnn_plans.py). A submission never has one.
-        env[TRUSTED_CACHE] = str(cache_dir)
+        env[CACHE_VARIABLE] = str(cache_dir)
     if uid is not None:
         # A uid with no passwd entry: getpass.getuser() (inductor's cache path) reads these first.
         env["USER"] = env["LOGNAME"] = f"nodus-{uid}"

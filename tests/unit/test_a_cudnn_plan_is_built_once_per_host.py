@@ -84,9 +84,9 @@ def test_without_a_trusted_store_every_plan_is_built(monkeypatch):
 
 
 def test_only_a_trusted_sandbox_is_told_where_the_store_is(tmp_path):
-    assert sandbox_env.TRUSTED_CACHE == cudnn_plans.CACHE_VARIABLE
+    variable = cudnn_plans.CACHE_VARIABLE
     expert = sandbox_env.variables(tmp_path / "scratch", tmp_path / "expert", None, "expert")
-    assert expert[sandbox_env.TRUSTED_CACHE] == str(tmp_path / "expert")
+    assert expert[variable] == str(tmp_path / "expert")
     submission = sandbox_env.variables(tmp_path / "scratch", tmp_path / "expert", None, "submission")
-    assert sandbox_env.TRUSTED_CACHE not in submission
-    assert sandbox_env.TRUSTED_CACHE not in sandbox_env.variables(tmp_path / "scratch", None, None, "submission")
+    assert variable not in submission
+    assert variable not in sandbox_env.variables(tmp_path / "scratch", None, None, "submission")
