@@ -8,21 +8,21 @@ submission's to change, and ``cudaMalloc`` bypasses both.
 
 The wall: the driver charges every allocation to the process that made it, and NVML reads that
 charge from the grader (``grader/nvml.py``). The grader reads it for every process of the
-sandbox (its own, any it started, anything in its cgroup) while it waits on each call and after
-each reply, and kills the sandbox once they hold more than they held when it became ready plus
-the card's budget plus :data:`ALLOWANCE_BYTES`: ``over_limit``, -24. What the sandbox held when
+sandbox (its own, any it started, anything in its cgroup) every :data:`READ_EVERY_S` while it
+waits on the sandbox, and after each of its calls, before the sandbox rests and anything else
+runs (a batch-mate's call, the expert's), and kills the sandbox once they hold more than they
+held when it became ready plus the card's budget plus :data:`ALLOWANCE_BYTES`: ``over_limit``,
+-24. What the sandbox held when
 ready (its context, the arena it maps) is the grader's doing; inputs, outputs and the calls'
 own allocations live in the grader's arena and heap and are charged to the grader.
 
-What it does not see: memory taken and freed between two readings (at most
-:data:`READ_EVERY_S` apart while a call runs), unless the host keeps the driver's accounting
+What it does not see: memory taken and freed within a call between two readings (at most
+:data:`READ_EVERY_S` apart), unless the host keeps the driver's accounting
 (``nvidia-smi -am 1``: an operator's choice, never the grader's), whose per-process peak the
 wall then reads instead. Runs only in the grader.
 """
 
 from __future__ import annotations
-
-import time
 
 from pytest_nodus.grader import nvml
 from pytest_nodus.grader.gpu_ledger import CONTEXT_BYTES, GIB
@@ -34,9 +34,9 @@ LABEL = "gpu-memory-limit"
 # reserves the same per process (gpu_ledger.CONTEXT_BYTES), so a kernel within the wall never
 # takes memory another grade reserved.
 ALLOWANCE_BYTES = CONTEXT_BYTES
-# How often a running call's memory is read: NVML's process list costs about a millisecond of
-# the grader's time, and the grader is only waiting then. A read after each reply is skipped if
-# the last is younger than this, so a grade of many short calls pays one read per 20 ms.
+# How often a running call's memory is read: the grader is only waiting then, and the other
+# sandboxes are frozen, so memory a call takes and frees within this harms no one but other
+# grades on the GPU. Held past the call, it is read before anything else runs.
 READ_EVERY_S = 0.02
 
 
@@ -47,7 +47,6 @@ class GpuMemoryWall:
         self._device, self._pid, self._cgroup_tasks = device, pid, cgroup_tasks
         self.limit_bytes = budget_bytes + ALLOWANCE_BYTES
         self.peaks = device.accounting_on()  # read once: the operator sets it, never the grader
-        self._last_read = 0.0
         self.at_ready = self.held()
         self.most_bytes = 0  # the most held beyond at_ready in any reading: the grade's gpu_held_gib
 
@@ -82,13 +81,8 @@ class GpuMemoryWall:
             return sum(peak if peak is not None else used[pid] for pid, peak in zip(own, peaks))
         return sum(used[pid] for pid in own)
 
-    def breached(self, throttle: bool = False) -> str | None:
-        """Why the sandbox is past its budget, or None. With ``throttle``, no reading (None)
-        within :data:`READ_EVERY_S` of the last."""
-        now = time.monotonic()
-        if throttle and now - self._last_read < READ_EVERY_S:
-            return None
-        self._last_read = now
+    def breached(self) -> str | None:
+        """Why the sandbox is past its budget, or None."""
         held = self.held()
         self.most_bytes = max(self.most_bytes, held - self.at_ready)
         if held - self.at_ready <= self.limit_bytes:

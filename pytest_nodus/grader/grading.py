@@ -276,9 +276,9 @@ class Grader:
     def _rest(self, sandbox: Sandbox, result: SizeResult, timed: bool) -> None:
         """After a submission's call: its other threads are given a moment to fall idle, what
         they ran since it returned is counted, and the sandbox is frozen until its next
-        request, so that from here to its next window nothing of it runs at all."""
-        if sandbox.gpu_wall is not None:
-            result.gpu_held_gib = round(sandbox.gpu_wall.most_bytes / gpu_ledger.GIB, 2)
+        request, so that from here to its next window nothing of it runs at all. Frozen, its GPU
+        memory is what it keeps while the others run: read then, and past its budget it is
+        stopped (grader/gpu_memory_wall.py)."""
         if timed:
             sandbox.idle.returned(sandbox)
             sandbox.idle.settle(sandbox)
@@ -286,6 +286,9 @@ class Grader:
             if sandbox.cgroup is None:
                 sandbox.idle.returned(sandbox)  # not frozen: the rest of the gap is counted at the next call
         sandbox.rest()
+        sandbox.hold_gpu_memory("its rest after a call")
+        if sandbox.gpu_wall is not None:
+            result.gpu_held_gib = round(sandbox.gpu_wall.most_bytes / gpu_ledger.GIB, 2)
 
     def idle_check(self, sandbox: Sandbox, result: SizeResult) -> None:
         """Work the submission's other threads and processes did since its last timed call."""

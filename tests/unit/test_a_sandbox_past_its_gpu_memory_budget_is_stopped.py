@@ -69,24 +69,39 @@ def test_the_drivers_peak_is_read_where_the_host_keeps_accounting():
     assert wall.breached() is not None
 
 
-def test_a_reading_after_a_reply_waits_for_the_last_to_age():
+def test_what_it_keeps_at_rest_after_a_call_stops_it_before_anything_else_runs():
+    from pytest_nodus.grader.grading import Grader
+    from pytest_nodus.grader.results import SizeResult
+
+    sandbox, killed = _sandbox()
+    rested = []
+    sandbox.rest = lambda: rested.append(1)
     device = FakeDevice({SANDBOX: GIB // 2})
-    wall = GpuMemoryWall(device, 2 * GIB, SANDBOX)
-    wall.breached()
-    reads = device.reads
-    device.used[SANDBOX] = 6 * GIB
-    assert wall.breached(throttle=True) is None and device.reads == reads
-    assert wall.breached() is not None
+    sandbox.gpu_wall = GpuMemoryWall(device, 2 * GIB, SANDBOX)
+    result = SizeResult(id="public-0", kind="public", rerun=0, dims={})
+    device.used[SANDBOX] = GIB // 2 + GIB  # within: rests, and the size records what it held
+    Grader._rest(None, sandbox, result, timed=False)
+    assert result.gpu_held_gib == 1.0 and not killed
+    device.used[SANDBOX] = 6 * GIB  # kept past the call: read at rest, before another sandbox runs
+    with pytest.raises(SandboxFailure) as failure:
+        Grader._rest(None, sandbox, result, timed=False)
+    assert failure.value.code == "over_limit" and killed and len(rested) == 2
+
+
+def _sandbox():
+    """A Sandbox whose process is faked: alive, and recording its kill."""
+    killed = []
+    sandbox = Sandbox(Path("kernel.py"), "submission", "cuda:0")
+    sandbox._spawned = SimpleNamespace(process=SimpleNamespace(poll=lambda: None), kill=lambda: killed.append(1))
+    return sandbox, killed
 
 
 def test_a_call_past_the_budget_ends_in_over_limit_and_the_sandbox_killed():
     from multiprocessing import Pipe
 
     replies, _silent = Pipe(duplex=False)  # the call never answers
-    killed = []
-    sandbox = Sandbox(Path("kernel.py"), "submission", "cuda:0")
+    sandbox, killed = _sandbox()
     sandbox._replies = replies
-    sandbox._spawned = SimpleNamespace(process=SimpleNamespace(poll=lambda: None), kill=lambda: killed.append(1))
     device = FakeDevice({SANDBOX: GIB // 2})
     sandbox.gpu_wall = GpuMemoryWall(device, 2 * GIB, SANDBOX)
     device.used[SANDBOX] = 8 * GIB
