@@ -118,3 +118,21 @@ def test_the_most_held_past_the_start_is_kept_for_the_grade():
     device.used[SANDBOX] = GIB // 2
     wall.breached()
     assert wall.most_bytes == GIB
+
+
+def test_a_reading_nvml_fails_is_skipped_and_no_wall_stands_where_none_can_be_read(monkeypatch):
+    import torch
+
+    from pytest_nodus.grader import nvml
+
+    device = FakeDevice({SANDBOX: GIB // 2})
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: SimpleNamespace(uuid="0000"))
+    monkeypatch.setattr(nvml, "open_device", lambda uuid: device)
+    wall = GpuMemoryWall.raise_for("cuda:0", 2 * GIB, SANDBOX)
+    assert wall is not None and GpuMemoryWall.raise_for("cpu", 2 * GIB, SANDBOX) is None
+
+    def failing():
+        raise OSError("nvmlDeviceGetComputeRunningProcesses: error 999")
+    device.used_bytes = failing
+    assert wall.breached() is None  # skipped: the next reading decides
+    assert GpuMemoryWall.raise_for("cuda:0", 2 * GIB, SANDBOX) is None  # no first reading: no wall
