@@ -9,12 +9,12 @@ submission's to change, and ``cudaMalloc`` bypasses both.
 The wall: the driver charges every allocation to the process that made it, and NVML reads that
 charge from the grader (``grader/nvml.py``). The grader reads it for every process of the
 sandbox (its own, any it started, anything in its cgroup) every :data:`READ_EVERY_S` while it
-waits on the sandbox, and after each of its calls, before the sandbox rests and anything else
-runs (a batch-mate's call, the expert's), and kills the sandbox once they hold more than they
-held when it became ready plus the card's budget plus :data:`ALLOWANCE_BYTES`: ``over_limit``,
--24. What the sandbox held when
-ready (its context, the arena it maps) is the grader's doing; inputs, outputs and the calls'
-own allocations live in the grader's arena and heap and are charged to the grader.
+waits on the sandbox, and after each of its calls, once the sandbox rests and before anything
+else runs (a batch-mate's call, the expert's), and kills the sandbox once they hold more than
+they held when it became ready plus the card's budget plus :data:`ALLOWANCE_BYTES`:
+``over_limit``, -24. What the sandbox held when ready (its context, the arena it maps) is the
+grader's doing; inputs, outputs and the calls' own allocations live in the grader's arena and
+heap and are charged to the grader.
 
 What it does not see: memory taken and freed within a call between two readings (at most
 :data:`READ_EVERY_S` apart), unless the host keeps the driver's accounting
@@ -30,9 +30,10 @@ from pytest_nodus.grader.processes import descendants
 
 LABEL = "gpu-memory-limit"
 # Beyond the budget: kernel modules the driver loads lazily after the sandbox is ready (torch's
-# own and the submission's) and library handles and workspaces (cuBLAS, cuDNN). The ledger
-# reserves the same per process (gpu_ledger.CONTEXT_BYTES), so a kernel within the wall never
-# takes memory another grade reserved.
+# own and the submission's) and library handles and workspaces (cuBLAS, cuDNN). The ledger's
+# figure for a process's context and code (gpu_ledger.CONTEXT_BYTES); counted from the
+# sandbox's start, its context already held, it allows that context (about 0.6 GiB) more than
+# the ledger reserves: docs/gpu_memory_wall.md says what settles the two.
 ALLOWANCE_BYTES = CONTEXT_BYTES
 # How often a running call's memory is read: the grader is only waiting then, and the other
 # sandboxes are frozen, so memory a call takes and frees within this harms no one but other
