@@ -6,8 +6,8 @@ does, to show whether NVML names it under the pid the grader knows.
 
     python3 tools/probes/gpu_memory_reading.py
 
-It also times one reading of the wall (grader/gpu_memory_wall.py), what the grader pays per
-20 ms while a call runs and per reply at most every 20 ms.
+It also times one reading of the wall (grader/gpu_memory_wall.py): what the grader pays every
+20 ms while a call runs, and after each call.
 """
 
 import shutil

@@ -3,7 +3,7 @@ itself is honest, so that the grades sharing the GPU run short: a batch-mate's c
 then raises out of memory, the expert's allocations wait.
 
 The grader reads what the driver charges the sandbox's processes (grader/gpu_memory_wall.py)
-and stops it past the budget; taken at import, it is read as the load's reply comes back.
+and stops it past the budget; taken at import, it is read while the file loads.
 """
 
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
