@@ -54,7 +54,9 @@ class GpuMemoryWall:
     @classmethod
     def raise_for(cls, torch_device: str, budget_bytes: int | None, pid: int, cgroup=None) -> GpuMemoryWall | None:
         """The wall for a submission sandbox on ``torch_device``, or None where it cannot stand
-        (a CPU grade, no budget, no NVML on the host)."""
+        (a CPU grade, no budget, no NVML on the host, or an NVML that does not name the sandbox,
+        which holds a device context by now: a container whose pids are not the driver's would
+        read every sandbox as holding nothing, a wall in name only)."""
         if budget_bytes is None or not torch_device.startswith("cuda"):
             return None
         import torch
@@ -64,6 +66,8 @@ class GpuMemoryWall:
         if device is None:
             return None
         try:
+            if pid not in device.used_bytes():
+                return None
             return cls(device, budget_bytes, pid, cgroup.tasks if cgroup is not None else None)
         except OSError:  # NVML answers no process list here: no wall, and isolation says so
             return None

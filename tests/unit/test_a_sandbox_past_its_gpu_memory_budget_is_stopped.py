@@ -136,3 +136,18 @@ def test_a_reading_nvml_fails_is_skipped_and_no_wall_stands_where_none_can_be_re
     device.used_bytes = failing
     assert wall.breached() is None  # skipped: the next reading decides
     assert GpuMemoryWall.raise_for("cuda:0", 2 * GIB, SANDBOX) is None  # no first reading: no wall
+
+
+def test_no_wall_stands_where_nvml_does_not_name_the_sandbox(monkeypatch):
+    import torch
+
+    from pytest_nodus.grader import nvml
+
+    # The driver's pids are not the grader's (a container's view): the sandbox, which holds a
+    # device context by now, is missing from NVML's list, and would read as holding nothing.
+    device = FakeDevice({NEIGHBOUR: GIB // 2})
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: SimpleNamespace(uuid="0000"))
+    monkeypatch.setattr(nvml, "open_device", lambda uuid: device)
+    assert GpuMemoryWall.raise_for("cuda:0", 2 * GIB, SANDBOX) is None
+    device.used[SANDBOX] = GIB // 2
+    assert GpuMemoryWall.raise_for("cuda:0", 2 * GIB, SANDBOX) is not None
