@@ -32,8 +32,8 @@ LABEL = "gpu-memory-limit"
 # Beyond the budget: kernel modules the driver loads lazily after the sandbox is ready (torch's
 # own and the submission's) and library handles and workspaces (cuBLAS, cuDNN). The ledger's
 # figure for a process's context and code (gpu_ledger.CONTEXT_BYTES); counted from the
-# sandbox's start, its context already held, it allows that context (about 0.6 GiB) more than
-# the ledger reserves: docs/gpu_memory_wall.md says what settles the two.
+# sandbox's start, its context already held, it allows that context more than the ledger
+# reserves: docs/gpu_memory_wall.md gives the figure and what settles the two.
 ALLOWANCE_BYTES = CONTEXT_BYTES
 # How often a running call's memory is read: the grader is only waiting then, and the other
 # sandboxes are frozen, so memory a call takes and frees within this harms no one but other
@@ -44,11 +44,11 @@ READ_EVERY_S = 0.02
 class GpuMemoryWall:
     """One submission sandbox's processes against its budget."""
 
-    def __init__(self, device: nvml.Device, budget_bytes: int, pid: int, cgroup_tasks=None):
+    def __init__(self, device: nvml.Device, budget_bytes: int, pid: int, cgroup_tasks=None, used=None):
         self._device, self._pid, self._cgroup_tasks = device, pid, cgroup_tasks
         self.limit_bytes = budget_bytes + ALLOWANCE_BYTES
         self.peaks = device.accounting_on()  # read once: the operator sets it, never the grader
-        self.at_ready = self.held()
+        self.at_ready = self.held(used)
         self.most_bytes = 0  # the most held beyond at_ready in any reading: the grade's gpu_held_gib
 
     @classmethod
@@ -66,9 +66,10 @@ class GpuMemoryWall:
         if device is None:
             return None
         try:
-            if pid not in device.used_bytes():
+            used = device.used_bytes()
+            if pid not in used:
                 return None
-            return cls(device, budget_bytes, pid, cgroup.tasks if cgroup is not None else None)
+            return cls(device, budget_bytes, pid, cgroup.tasks if cgroup is not None else None, used)
         except OSError:  # NVML answers no process list here: no wall, and isolation says so
             return None
 
@@ -80,9 +81,10 @@ class GpuMemoryWall:
             own |= set(self._cgroup_tasks())
         return own & set(pids)
 
-    def held(self) -> int:
-        """Bytes the sandbox's processes hold now, or at their peak where the driver keeps it."""
-        used = self._device.used_bytes()
+    def held(self, used: dict | None = None) -> int:
+        """Bytes the sandbox's processes hold now (``used``: NVML's list, read already), or at
+        their peak where the driver keeps it."""
+        used = self._device.used_bytes() if used is None else used
         own = self._own(used)
         if self.peaks:
             peaks = [self._device.peak_bytes(pid) for pid in own]

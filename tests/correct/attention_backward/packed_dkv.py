@@ -4,7 +4,8 @@ import torch
 
 # Query rows per block: each block's fp32 score-sized temporaries (scores, P, dP, dS: heads x
 # rows x keys) stay near this many bytes, so the math runs inside the task card's GPU memory
-# (16 GiB) at every size: the whole [heads, keys, keys] at once holds 41 GiB at public-0.
+# (16 GiB) at every size: the whole [heads, keys, keys] at once grows with the square of the
+# longest document, tens of GiB at the public sizes.
 BLOCK_BYTES = 256 << 20
 
 
