@@ -15,7 +15,8 @@
 #   bash tools/gpu_check.sh prefill_solution  # chunked_prefill: solution x3 and the starting kernel
 #   bash tools/gpu_check.sh plan_store   # the cuDNN experts' plans stored by one process, loaded by the next
 #   bash tools/gpu_check.sh prefill_close  # chunked_prefill: expert as submission x3, the solution once (a warm
-#                                        # host's wall), the cheats, cuDNN and FlexAttention per sealed size
+#                                        # host's wall), the cheats, the starting kernel, the solution x3,
+#                                        # cuDNN and FlexAttention per sealed size
 #   bash tools/gpu_check.sh moe          # moe_experts: expert as submission x3, solution x3, starting kernel, cheats;
 #                                        # moe_expert, moe_solution (with the starting kernel), moe_cheats: one part;
 #                                        # MOE_RERUNS=N (default 3) reruns of the solution
@@ -377,13 +378,16 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     # What issue 21 still asks of the H200, in one call: the expert as a trusted submission, 3
     # sealed reruns (its fuzzed sizes take no part in the reward); one sealed rerun of the
     # solution after it, on a host whose grader caches that grade warmed (a grading host's
-    # wall); the cheats; then cuDNN and FlexAttention per sealed size outside the grader,
+    # wall); the cheats; the starting kernel; the solution's 3 sealed reruns; then cuDNN and
+    # FlexAttention per sealed size outside the grader,
     # each baseline's prepare outside its window as in a grade, until the deadline.
     grade chunked_prefill prefill_expert_x3 expert/chunked_prefill/expert_cuda.py $SEALED --nodus-trusted \
       --nodus-reruns=3 -k "not fuzzed"
     grade chunked_prefill prefill_solution_once expert/chunked_prefill/solution.py $SEALED
     ls tests/cheats/chunked_prefill/*.py | xargs -P ${ATTENTION_PARALLEL:-4} -I{} bash -c \
       'grade chunked_prefill cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=60 -k "public-0 or hidden-0"'
+    grade chunked_prefill prefill_starting_kernel env_suites/chunked_prefill/starting_kernel.py $SEALED
+    grade chunked_prefill prefill_solution_x3 expert/chunked_prefill/solution.py $SEALED --nodus-reruns=3
     left=$(( NODUS_DEADLINE - $(date +%s) - 20 ))
     [ $left -gt 30 ] && timeout $left python3 tools/bench_env.py chunked_prefill --sealed sealed_fixtures --reps 5 \
       --kernels expert,flex=expert/chunked_prefill/flex_attention_paged.py 2>&1 | tee "$WORK/bench_prefill_flex.txt" ;;
