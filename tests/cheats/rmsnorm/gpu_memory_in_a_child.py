@@ -1,12 +1,14 @@
 """Cheat: the GPU memory hoard of hold_gpu_memory.py, held by a process the kernel starts, so
 that the sandbox's own process stays small in the driver's count.
 
-The grader counts every process of the sandbox (its tree and its cgroup) against the one
-budget (grader/gpu_memory_wall.py).
+Two walls stand in its way. Inside the sandbox's confinement the driver refuses a new
+process a context (cuInit answers CUDA_ERROR_OPERATING_SYSTEM, 304): the kernel raises with
+that answer. Where a child does get the GPU, the grader counts every process of the sandbox
+(its tree and its cgroup) against the one budget (grader/gpu_memory_wall.py): over_limit.
 """
 
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
-EXPECT = {"cuda": ("error", ("over_limit",))}
+EXPECT = {"cuda": ("error", ("raised", "over_limit"))}
 
 import subprocess
 import sys
@@ -19,7 +21,7 @@ status = ctypes.CDLL("libcuda.so.1").cuInit(0)  # the driver's own answer, befor
 if status:
     sys.exit(f"cuInit: CUresult {status}")
 import torch
-held = torch.ones(6 << 30, dtype=torch.uint8, device="cuda")
+held = torch.ones(14 << 30, dtype=torch.uint8, device="cuda")
 torch.cuda.synchronize()
 print("held", flush=True)
 time.sleep(3600)

@@ -1,4 +1,4 @@
-"""Cheat: hold GPU memory far past the task card's budget (2 GiB for rmsnorm) while the kernel
+"""Cheat: hold GPU memory far past the task card's budget (6 GiB for rmsnorm) while the kernel
 itself is honest, so that the grades sharing the GPU run short: a batch-mate's correct kernel
 then raises out of memory, the expert's allocations wait.
 
@@ -11,7 +11,7 @@ EXPECT = {"cuda": ("error", ("over_limit",))}
 
 import torch
 
-HOLD_GIB = 6  # twice the budget and its 1 GiB allowance
+HOLD_GIB = 14  # twice the budget and its 1 GiB allowance
 _held = torch.ones(HOLD_GIB << 30, dtype=torch.uint8, device="cuda") if torch.cuda.is_available() else None
 
 
