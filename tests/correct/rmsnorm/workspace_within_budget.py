@@ -1,10 +1,10 @@
-"""Correct: holds a 4.5 GiB fp32 workspace for its whole life, taken at import outside any call,
+"""Correct: holds a 4 GiB fp32 workspace for its whole life, taken at import outside any call,
 inside the task card's 6 GiB of GPU memory with room for its temporaries (the wall's
 false-positive check: grader/gpu_memory_wall.py)."""
 
 import torch
 
-WORKSPACE_BYTES = 9 << 29  # 4.5 GiB
+WORKSPACE_BYTES = 4 << 30  # with its temporaries past the heap and code, under the 7 GiB limit
 _workspace = torch.empty(WORKSPACE_BYTES // 4, dtype=torch.float32, device="cuda") if torch.cuda.is_available() else None
 
 
