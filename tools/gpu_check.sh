@@ -53,6 +53,8 @@
 #   bash tools/gpu_check.sh owed         # the rmsnorm budget's hoards and styles, the experts' held memory, phases
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #                                        # (PHASES_TWICE=1: each again on the warm host)
+#   bash tools/gpu_check.sh attention_picks  # attention solution: each size's first call, its autotuners' picks
+#                                        # and every candidate's time (tools/probes/attention_picks.py)
 #   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
 #   bash tools/gpu_check.sh gpu_memory_owners  # which processes NVML charges GPU memory to while a grade runs
 #   bash tools/gpu_check.sh memory_wall  # the GPU memory wall: what NVML reads of a child's memory, the cheats
@@ -239,6 +241,10 @@ for MODE in "${@:-quick}"; do
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \
       --kernels ${ATTENTION_DQ_KERNELS:-dkdv,dq} 2>&1 | tee "$WORK/attention_dq.txt" ;;
+  attention_picks)
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    timeout $left python3 tools/probes/attention_picks.py --sealed sealed_fixtures --reps 5 \
+      ${PICKS_SOLUTION:+--solution $PICKS_SOLUTION} 2>&1 | tee "$WORK/attention_picks.txt" ;;
   batch_attention)
     # Issue 24: 16 attention attempts in batches, each against one expert run (the solution, the
     # starting kernel, the correct styles, 12 cheats), then, with BATCH_SEPARATE=1, each alone
