@@ -208,16 +208,27 @@ class Profile:
     # arguments of its ``kernel``: run before the clock starts.
     baselines: Mapping[str, Path] = field(default_factory=dict)
     # GPU memory (GiB) a submission may hold besides its inputs and outputs: workspaces,
-    # caches, temporaries. Published on the task card. A grade reserves room for it, and for
-    # the expert held to the same, before it starts (grader/gpu_ledger.py): a kernel within it
-    # never meets a shortage that another grade on the GPU caused.
+    # caches, temporaries. Published on the task card. A grade reserves room for it before it
+    # starts (grader/gpu_ledger.py), and the grader holds the submission to it
+    # (grader/gpu_memory_wall.py): a kernel within it never meets a shortage that another
+    # grade on the GPU caused.
     memory_gib: float = 8.0
+    # The same for the expert: the most it was measured to hold (gpu_held_gib of the expert
+    # graded --nodus-trusted over the sealed and fuzzed sizes) with headroom. Reserved for the
+    # expert's sandbox and held by the same wall, past which a size is expert_failed (the
+    # grader's loss, never the submission's). None: memory_gib. A batch's room is set by the
+    # attempts' budgets, not the expert's: one figure per environment, not one per attempt.
+    expert_memory_gib: float | None = None
     # Host memory (GiB; None: HOST_MEMORY_GIB for the device kind) and tasks (processes and
     # threads) a submission's sandbox may hold, all it starts included. Published on the task
     # card; held by the kernel where the grader can make limit cgroups (grader/cgroup_limits.py):
     # past them the sandbox is killed, or its fork refused.
     host_memory_gib: float | None = None
     max_tasks: int = 4096
+
+    @property
+    def expert_budget_gib(self) -> float:
+        return self.memory_gib if self.expert_memory_gib is None else self.expert_memory_gib
 
     def sandbox_limits(self, kind: str) -> tuple[int, int]:
         """(host memory bytes, tasks) a submission's sandbox may hold on ``kind``."""

@@ -42,24 +42,31 @@ GRADER_CALLS = 4
 SANDBOX_CALLS = 2 * 4
 
 
-def need_bytes(call_bytes: int, budget_bytes: int, submissions: int = 1) -> int:
+def need_bytes(call_bytes: int, budget_bytes: int, submissions: int = 1, expert_bytes: int | None = None) -> int:
     """What a grade may hold at its largest size: the grader's buffers, the expert's and each
-    submission's arenas and heaps, their processes' contexts and the grader's, and the
-    expert and each submission allocating up to the environment's published budget outside
-    their heaps. A batch of N attempts holds N submission sandboxes at once."""
+    submission's arenas and heaps, their processes' contexts and the grader's, each
+    submission allocating up to the environment's published budget outside its heap and the
+    expert up to its own (``expert_bytes``; None: the submissions' budget). A batch of N
+    attempts holds N submission sandboxes at once."""
     sandboxes = 1 + submissions
+    expert = budget_bytes if expert_bytes is None else expert_bytes
     return (GRADER_CALLS + SANDBOX_CALLS // 2 * sandboxes) * call_bytes + (1 + sandboxes) * CONTEXT_BYTES \
-        + sandboxes * budget_bytes
+        + submissions * budget_bytes + expert
 
 
-def batch_room(call_bytes: int, budget_bytes: int, capacity: int) -> int:
+def batch_room(call_bytes: int, budget_bytes: int, capacity: int, expert_bytes: int | None = None) -> int:
     """How many attempts one batch can hold at once on a GPU of ``capacity`` bytes: at least
     one (a lone grade that needs more than the GPU still runs, alone on it). A batch past this
     would wait for memory its own sandboxes hold, to the end of ``--nodus-gpu-wait``."""
     room = 1
-    while need_bytes(call_bytes, budget_bytes, room + 1) <= capacity:
+    while need_bytes(call_bytes, budget_bytes, room + 1, expert_bytes) <= capacity:
         room += 1
     return room
+
+
+def budgets(profile) -> tuple[int, int]:
+    """(a submission's, the expert's) GPU memory budget in bytes, from an environment's profile."""
+    return int(profile.memory_gib * GIB), int(profile.expert_budget_gib * GIB)
 
 
 def batch_problem(env, planned: list, attempts: int, device) -> str | None:
@@ -68,11 +75,11 @@ def batch_problem(env, planned: list, attempts: int, device) -> str | None:
         return None
     capacity = for_device(device).capacity
     call = max(env.contract.call_bytes(d) for d in planned)
-    budget = int(env.profile(device.kind).memory_gib * GIB)
-    room = batch_room(call, budget, capacity)
+    budget, expert = budgets(env.profile(device.kind))
+    room = batch_room(call, budget, capacity, expert)
     if room >= attempts:
         return None
-    return too_large(attempts, room, need_bytes(call, budget, attempts) / GIB, capacity / GIB)
+    return too_large(attempts, room, need_bytes(call, budget, attempts, expert) / GIB, capacity / GIB)
 
 
 def _alive(pid: int) -> bool:

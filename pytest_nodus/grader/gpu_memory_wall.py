@@ -42,7 +42,8 @@ READ_EVERY_S = 0.02
 
 
 class GpuMemoryWall:
-    """One submission sandbox's processes against its budget."""
+    """One sandbox's processes against its budget: a submission's, or the expert's where its
+    environment declares the expert's measured memory (there a breach is ``expert_failed``)."""
 
     def __init__(self, device: nvml.Device, budget_bytes: int, pid: int, cgroup_tasks=None, used=None):
         self._device, self._pid, self._cgroup_tasks = device, pid, cgroup_tasks
@@ -53,7 +54,7 @@ class GpuMemoryWall:
 
     @classmethod
     def raise_for(cls, torch_device: str, budget_bytes: int | None, pid: int, cgroup=None) -> GpuMemoryWall | None:
-        """The wall for a submission sandbox on ``torch_device``, or None where it cannot stand
+        """The wall for a sandbox on ``torch_device``, or None where it cannot stand
         (a CPU grade, no budget, no NVML on the host, or an NVML that does not name the sandbox,
         which holds a device context by now: a container whose pids are not the driver's would
         read every sandbox as holding nothing, a wall in name only)."""

@@ -105,8 +105,8 @@ class Grader:
         if self.ledger is None:
             self.ledger = gpu_ledger.for_device(self.device)
         planned = [*self.pool.planned_dims.get(env.name, ()), dims]
-        need = gpu_ledger.need_bytes(max(env.contract.call_bytes(d) for d in planned),
-                                     int(env.profile(self.device.kind).memory_gib * gpu_ledger.GIB), len(self.roles))
+        budget, expert = gpu_ledger.budgets(env.profile(self.device.kind))
+        need = gpu_ledger.need_bytes(max(env.contract.call_bytes(d) for d in planned), budget, len(self.roles), expert)
         if need > self._reserved:
             phases.add(result.phases, "gpu_wait", self.ledger.reserve(need, self.gpu_wait_s))
             self._reserved = need

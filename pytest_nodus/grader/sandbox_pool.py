@@ -26,6 +26,19 @@ from pytest_nodus.shared.arena import ALIGN
 FUZZ_ROOM_BYTES = 64 << 20
 
 
+def gpu_budget(profile, role: str, process_role: str) -> int | None:
+    """GPU memory bytes the wall holds a sandbox to: a submission's published budget; the
+    expert's measured one where the environment declares it (the ledger reserves that and no
+    more, so an expert past it would eat a batch-mate's room); none for baselines (context
+    beside the reward, reserved nothing) or an expert with no figure (reserved the
+    submissions' budget, unmeasured, so not held to it)."""
+    if process_role == "submission":
+        return int(profile.memory_gib * GIB)
+    if role == "expert" and profile.expert_memory_gib is not None:
+        return int(profile.expert_memory_gib * GIB)
+    return None
+
+
 class SandboxPool:
     def __init__(self, submissions: Path | list[Path], device, audit: bool, expert_cache: Path | None, trusted: bool):
         files = [submissions] if isinstance(submissions, (str, Path)) else list(submissions)
@@ -205,7 +218,7 @@ class SandboxPool:
                           removed_templates=keep_out.templates if kept_out else (),
                           # The grader's own files hold no budget: only what it grades is limited.
                           limits=profile.sandbox_limits(self.device.kind) if process_role == "submission" else None,
-                          gpu_budget=int(profile.memory_gib * GIB) if process_role == "submission" else None,
+                          gpu_budget=gpu_budget(profile, role, process_role),
                           spawned=spawned,
                           load_timeout_s=load_timeout_s(self.call_limit(env)) if process_role == "submission" else None)
         if carried is not None:

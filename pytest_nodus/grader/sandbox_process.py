@@ -59,7 +59,7 @@ class Sandbox:
                  load_timeout_s: float | None = None, gpu_budget: int | None = None):
         self.kernel_path = Path(kernel_path)
         self.limit_values = limits  # (host memory bytes, tasks): grader/cgroup_limits.py
-        self.gpu_budget = gpu_budget  # GPU memory bytes, a submission's only (grader/gpu_memory_wall.py)
+        self.gpu_budget = gpu_budget  # GPU memory bytes: sandbox_pool.gpu_budget (grader/gpu_memory_wall.py)
         self.gpu_wall: GpuMemoryWall | None = None
         self.role = role
         self.device = device
