@@ -55,6 +55,8 @@
 #                                        # (PHASES_TWICE=1: each again on the warm host)
 #   bash tools/gpu_check.sh attention_picks  # attention solution: each size's first call, its autotuners' picks
 #                                        # and every candidate's time (tools/probes/attention_picks.py)
+#   bash tools/gpu_check.sh call_memory  # the moe and attention experts' GPU memory per sealed size and at
+#                                        # their domains' corners (tools/probes/call_memory.py --cuda)
 #   bash tools/gpu_check.sh compile_ahead  # attention solution with COMPILE_AHEAD on, then as it is (first calls)
 #   bash tools/gpu_check.sh gpu_memory_owners  # which processes NVML charges GPU memory to while a grade runs
 #   bash tools/gpu_check.sh memory_wall  # the GPU memory wall: what NVML reads of a child's memory, the cheats
@@ -241,6 +243,18 @@ for MODE in "${@:-quick}"; do
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_tiles.py --sealed sealed_fixtures --reps 5 \
       --kernels ${ATTENTION_DQ_KERNELS:-dkdv,dq} 2>&1 | tee "$WORK/attention_dq.txt" ;;
+  call_memory)
+    # What each expert holds past its inputs (the allocator's peak), to set the budgets the
+    # ledger reserves it and the wall holds it to: every sealed size and the domain's largest
+    # corners, which the fuzz may draw.
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    timeout $left python3 tools/probes/call_memory.py moe_experts expert/moe_experts/expert_grouped_mm.py \
+      --sealed sealed_fixtures --cuda --dims '{"T": 65536, "F": 1408}' --dims '{"T": 65536, "F": 1408, "E": 8}' \
+      2>&1 | tee "$WORK/call_memory_moe.txt"
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    timeout $left python3 tools/probes/call_memory.py attention_backward expert/attention_backward/expert_cuda.py \
+      --sealed sealed_fixtures --cuda --dims '{"T": 65536, "Hq": 32, "Hkv": 32, "D": 256, "W": -1}' \
+      2>&1 | tee "$WORK/call_memory_attention.txt" ;;
   attention_picks)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/attention_picks.py --sealed sealed_fixtures --reps 5 \
