@@ -171,9 +171,14 @@ def _classes(t: int, window: int) -> dict:
 # was the best, or within 7% of it, at some size of its class. At D = 256 the dK/dV tile is
 # 64 x 64 with 8 warps, so the two [64, 256] fp32 accumulators spread over 256 threads, and
 # one or two stages (the depths measured there).
-_DKDV_SMALL = [(32, 64, 4, 2), (64, 64, 4, 2), (128, 64, 4, 2)]
+# A class whose list holds one shape is compiled once per key and never timed: a grade meets
+# each key at its first call, so every candidate costs a compile and a timing there (1-2.4 s
+# per new key). On GPUs the split pair runs at D = 64 and where no dS buffer fits; at D = 64,
+# of the three candidates, 128 x 64 ran dK/dV in 1.19 ms against 1.52 and 1.65, and 64 x 32
+# dQ in 0.68 against 0.69 and 0.72 (hidden-2 on an H100, tools/probes/attention_picks.py).
+_DKDV_SMALL = [(128, 64, 4, 2)]
 _DKDV_LARGE = [(64, 64, 8, 1), (64, 64, 8, 2)]
-_DQ_SMALL = [(64, 64, 4, 2), (64, 32, 4, 2), (64, 64, 4, 3)]
+_DQ_SMALL = [(64, 32, 4, 2)]
 _DQ_LARGE = [(128, 32, 8, 2), (64, 64, 4, 2), (64, 32, 4, 1)]
 
 
@@ -303,8 +308,12 @@ def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_
 DS_BLOCK = 64
 _STORED_SMALL = [(DS_BLOCK, DS_BLOCK, 4, 2), (DS_BLOCK, DS_BLOCK, 4, 3), (DS_BLOCK, DS_BLOCK, 8, 2)]
 _STORED_LARGE = [(DS_BLOCK, DS_BLOCK, 8, 1), (DS_BLOCK, DS_BLOCK, 8, 2)]
-_DQ_DS_SMALL = [(DS_BLOCK, DS_BLOCK, 4, 3), (DS_BLOCK, DS_BLOCK, 4, 4), (DS_BLOCK, DS_BLOCK, 8, 3)]
-_DQ_DS_LARGE = [(DS_BLOCK, DS_BLOCK, 4, 3), (DS_BLOCK, DS_BLOCK, 8, 3), (DS_BLOCK, DS_BLOCK, 4, 2)]
+# One shape per class, as above: of 4 warps with 3 or 4 stages and 8 with 3, 4 warps and 3
+# stages was the best at both D = 128 timed sizes; at D = 256, 4 warps and 2 stages was within
+# 1.2% of each size's best over the six (geometric mean; the others 6.1% and 7.7%), on an H100
+# (tools/probes/attention_picks.py).
+_DQ_DS_SMALL = [(DS_BLOCK, DS_BLOCK, 4, 3)]
+_DQ_DS_LARGE = [(DS_BLOCK, DS_BLOCK, 4, 2)]
 
 _dkdv_ds = triton.autotune(configs=_configs(_STORED_SMALL + _STORED_LARGE), key=_KEY,
                            prune_configs_by=_by_head_dim(_STORED_SMALL, _STORED_LARGE))(_dkdv_tiles)
