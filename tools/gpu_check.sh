@@ -50,7 +50,9 @@
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
-#   bash tools/gpu_check.sh owed         # the rmsnorm budget's hoards and styles, the experts' held memory, phases
+#   bash tools/gpu_check.sh owed         # what the last session could not run: heap_growth, call_memory, phases
+#   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap,
+#                                        # and with the heap's pool handed back (tools/probes/heap_pool_growth.py)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #                                        # (PHASES_TWICE=1: each again on the warm host)
 #   bash tools/gpu_check.sh attention_picks  # attention solution: each size's first call, its autotuners' picks
@@ -319,16 +321,13 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_solution expert/rmsnorm/solution.py --nodus-seed=11
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
-    # What the last session could not run, in one call: the rmsnorm budget's checks (the hoards
-    # past it, the correct styles it was raised for, each alone), then each expert graded as a
-    # trusted submission (its gpu_held_gib is what the ledger could reserve it), then phases.
-    printf 'tests/cheats/rmsnorm/%s.py\n' hold_gpu_memory hold_gpu_memory_by_driver gpu_memory_in_a_child |
-      xargs -P 3 -I{} bash -c 'grade rmsnorm cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=20 -k "public-0 or hidden-0"'
-    STYLES="float64_ops cuda_graph_per_input workspace_within_budget" STYLES_PARALLEL=1 styles
-    grade attention_backward attn_expert_held expert/attention_backward/expert_cuda.py $SEALED --nodus-trusted -k "not fuzzed"
-    grade moe_experts moe_expert_held expert/moe_experts/expert_grouped_mm.py $SEALED --nodus-trusted -k "not fuzzed"
-    grade rmsnorm phases_rmsnorm expert/rmsnorm/solution.py $SEALED
-    grade attention_backward phases_attention expert/attention_backward/solution.py $SEALED ;;
+    # What the last session could not run, in one call: why a correct style's memory grows
+    # under the heap, each expert's memory per size (the budgets wait for it), then the
+    # solutions' phases (the attention solution with one tile shape per class).
+    bash "$0" heap_growth call_memory phases ;;
+  heap_growth)
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    timeout $left python3 tools/probes/heap_pool_growth.py --calls 24 2>&1 | tee "$WORK/heap_growth.txt" ;;
   phases)
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
     # PHASES_TWICE=1 grades each again at once: the second finds the host warm (the page cache,
