@@ -216,8 +216,8 @@ class Profile:
     # The same for the expert: the most it was measured to hold (gpu_held_gib of the expert
     # graded --nodus-trusted over the sealed and fuzzed sizes) with headroom. Reserved for the
     # expert's sandbox and held by the same wall, past which a size is expert_failed (the
-    # grader's loss, never the submission's). None: memory_gib. A batch's room is set by the
-    # attempts' budgets, not the expert's: one figure per environment, not one per attempt.
+    # grader's loss, never the submission's). None: memory_gib, reserved but not held. A batch
+    # reserves it once, beside each attempt's memory_gib.
     expert_memory_gib: float | None = None
     # Host memory (GiB; None: HOST_MEMORY_GIB for the device kind) and tasks (processes and
     # threads) a submission's sandbox may hold, all it starts included. Published on the task
