@@ -9,8 +9,15 @@ fresh inputs, each way in a process of its own:
 - ``plain``: as a user's process runs it;
 - ``heap``: each call inside the sandbox's heap pool (sandbox/heap.py's ``OutputHeap`` over a
   region of grader/heap_build.py's size), as the harness calls it;
-- ``heap+trim``: the same, the heap's pool handed back after every call (a new ``MemPool``
-  each call, the old one's free blocks released by ``empty_cache``): a candidate remedy.
+- ``heap+empty``: the same, ``torch.cuda.empty_cache()`` after every call (which releases the
+  default pool and destroyed graphs' pools, not a ``MemPool`` in use);
+- ``heap+stream``: only what the call allocates on the stream current at its start goes to
+  the heap (``_cuda_beginAllocateCurrentStreamToPool``, as inductor's CUDA graph trees route a
+  stream), everything else to torch's own pools: a candidate remedy.
+
+Handing the heap's pool back after each call (a new ``MemPool``, the old one destroyed) is not
+among them: destroying a pool while the autograd thread's route is open fails torch's
+``captures_underway.empty()`` assertion and ends the process.
 
 After each call: what the driver charges the process (NVML, as the GPU memory wall reads
 it), the allocator's reserved bytes, and the heap's ``cuMemAlloc`` fallbacks so far. A
@@ -32,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 GIB = 1 << 30
-MODES = ("plain", "heap", "heap+trim")
+MODES = ("plain", "heap", "heap+empty", "heap+stream")
 
 
 def run(mode: str, args) -> None:
@@ -46,7 +53,7 @@ def run(mode: str, args) -> None:
     env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
     dims = bench_env.labelled_sizes(env, None)[args.size]
     module = bench_env.load("kernel", args.file)
-    device = torch.device("cuda")
+    device = torch.device("cuda", 0)  # indexed, as the sandbox names its device
     torch.empty(1, device=device)
     driver = nvml.open_device(str(torch.cuda.get_device_properties(0).uuid))
     heap = library = None
@@ -54,7 +61,6 @@ def run(mode: str, args) -> None:
         path = str(heap_build.build())
         region = torch.empty(heap_build.heap_bytes(env.contract.call_bytes(dims)), dtype=torch.uint8, device=device)
         heap = OutputHeap(path, region, device)
-        allocator = torch.cuda.memory.CUDAPluggableAllocator(path, "nodus_heap_alloc", "nodus_heap_free").allocator()
         library = ctypes.CDLL(path)
         library.nodus_heap_fallbacks.restype = ctypes.c_size_t
     start = driver.used_bytes().get(os.getpid(), 0) if driver else 0
@@ -62,6 +68,13 @@ def run(mode: str, args) -> None:
         fresh = nodus_inputs.make_inputs(env, dims, call, device)
         if heap is None:
             outputs = bench_env.call(env, module, fresh)
+        elif mode == "heap+stream":
+            torch._C._cuda_beginAllocateCurrentStreamToPool(device.index, heap.pool.id)
+            try:
+                outputs = bench_env.call(env, module, fresh)
+            finally:  # as use_mem_pool ends its route: the begin took a use of the pool
+                torch._C._cuda_endAllocateToPool(device.index, heap.pool.id)
+                torch._C._cuda_releasePool(device.index, heap.pool.id)
         else:
             with heap.allocating():
                 outputs = bench_env.call(env, module, fresh)
@@ -73,8 +86,7 @@ def run(mode: str, args) -> None:
             segments = segments.get("segments", segments) if isinstance(segments, dict) else segments
             streams = {seg.get("stream") for seg in segments}
             pooled = f", heap pool {sum(seg.get('total_size', 0) for seg in segments) / GIB:.2f} GiB on {len(streams)} streams"
-        if mode == "heap+trim":
-            heap.pool = torch.cuda.MemPool(allocator)
+        if mode == "heap+empty":
             torch.cuda.empty_cache()
         held = (driver.used_bytes().get(os.getpid(), 0) - start) / GIB if driver else float("nan")
         fallbacks = library.nodus_heap_fallbacks() if library else 0
