@@ -20,7 +20,8 @@ among them: destroying a pool while the autograd thread's route is open fails to
 ``captures_underway.empty()`` assertion and ends the process.
 
 After each call: what the driver charges the process (NVML, as the GPU memory wall reads
-it), the allocator's reserved bytes, and the heap's ``cuMemAlloc`` fallbacks so far. A
+it), the allocator's reserved bytes, the heap's ``cuMemAlloc`` fallbacks so far, and how many
+of the call's outputs lie outside the heap (each would be copied inside the window). A
 probe, not a grade: no sandbox walls, no timing.
 """
 
@@ -79,6 +80,8 @@ def run(mode: str, args) -> None:
             with heap.allocating():
                 outputs = bench_env.call(env, module, fresh)
         torch.cuda.synchronize()
+        # An output outside the heap is copied into its receipt inside the window (heap_build.py).
+        outside = sum(not heap.holds(t) for t in outputs if isinstance(t, torch.Tensor)) if heap else 0
         del outputs, fresh
         pooled = ""
         if heap is not None:  # the heap pool's segments by the stream each is kept for
@@ -91,7 +94,7 @@ def run(mode: str, args) -> None:
         held = (driver.used_bytes().get(os.getpid(), 0) - start) / GIB if driver else float("nan")
         fallbacks = library.nodus_heap_fallbacks() if library else 0
         print(f"{mode:10s} call {call:2d}: driver +{held:6.2f} GiB, reserved {torch.cuda.memory_reserved() / GIB:6.2f} "
-              f"GiB, heap fallbacks {fallbacks}{pooled}", flush=True)
+              f"GiB, heap fallbacks {fallbacks}{pooled}, outputs outside the heap {outside}", flush=True)
 
 
 def main() -> int:
