@@ -327,7 +327,11 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     bash "$0" heap_growth call_memory phases ;;
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
-    timeout $left python3 tools/probes/heap_pool_growth.py --calls 24 2>&1 | tee "$WORK/heap_growth.txt" ;;
+    timeout $left python3 tools/probes/heap_pool_growth.py --calls 24 2>&1 | tee "$WORK/heap_growth.txt"
+    # The moe expert's hold plain and under the heap, where the wall stopped it (hidden-1).
+    left=$(( NODUS_DEADLINE - $(date +%s) ))
+    timeout $left python3 tools/probes/heap_pool_growth.py expert/moe_experts/expert_grouped_mm.py --env moe_experts \
+      --sealed sealed_fixtures --size hidden-1 --calls 3 --modes plain,heap 2>&1 | tee -a "$WORK/heap_growth.txt" ;;
   phases)
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
     # PHASES_TWICE=1 grades each again at once: the second finds the host warm (the page cache,

@@ -2,6 +2,7 @@
 heap when it does not in a plain process?
 
   python3 tools/probes/heap_pool_growth.py [FILE] [--env rmsnorm] [--size public-3] [--calls 30]
+      [--sealed sealed_fixtures] [--modes plain,heap]
 
 FILE (default tests/correct/rmsnorm/cuda_graph_per_input.py) is called ``--calls`` times on
 fresh inputs, each way in a process of its own:
@@ -52,7 +53,7 @@ def run(mode: str, args) -> None:
     from pytest_nodus.sandbox.heap import OutputHeap
 
     env = importlib.import_module(f"env_suites.{args.env}.environment").ENVIRONMENT
-    dims = bench_env.labelled_sizes(env, None)[args.size]
+    dims = bench_env.labelled_sizes(env, args.sealed)[args.size]
     module = bench_env.load("kernel", args.file)
     device = torch.device("cuda", 0)  # indexed, as the sandbox names its device
     torch.empty(1, device=device)
@@ -103,14 +104,17 @@ def main() -> int:
     parser.add_argument("--env", default="rmsnorm")
     parser.add_argument("--size", default="public-3")
     parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--sealed", type=Path, help="to name a hidden size")
+    parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--mode", choices=MODES)
     args = parser.parse_args()
     if args.mode:
         run(args.mode, args)
         return 0
-    for mode in MODES:  # each in a fresh process: one's cached memory never meets another's
+    sealed = ["--sealed", str(args.sealed)] if args.sealed else []
+    for mode in args.modes.split(","):  # each in a fresh process: one's cached memory never meets another's
         subprocess.run([sys.executable, __file__, str(args.file), "--env", args.env, "--size", args.size,
-                        "--calls", str(args.calls), "--mode", mode], check=False)
+                        "--calls", str(args.calls), "--mode", mode, *sealed], check=False)
     return 0
 
 
