@@ -50,7 +50,7 @@
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
-#   bash tools/gpu_check.sh owed         # what the last session could not run: heap_growth, call_memory, phases
+#   bash tools/gpu_check.sh owed         # what the last session could not run: heap_growth, phases, call_memory
 #   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap,
 #                                        # and with the heap's pool handed back (tools/probes/heap_pool_growth.py)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
@@ -322,9 +322,10 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
     # What the last session could not run, in one call: why a correct style's memory grows
-    # under the heap, each expert's memory per size (the budgets wait for it), then the
-    # solutions' phases (the attention solution with one tile shape per class).
-    bash "$0" heap_growth call_memory phases ;;
+    # under the heap, the solutions' phases (the attention solution with one tile shape per
+    # class), then each expert's memory per size (the budgets wait for it; the moe expert
+    # compiles per shape, so it goes last under the deadline).
+    bash "$0" heap_growth phases call_memory ;;
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/heap_pool_growth.py --calls 24 2>&1 | tee "$WORK/heap_growth.txt"
