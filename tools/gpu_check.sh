@@ -51,8 +51,9 @@
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
 #   bash tools/gpu_check.sh owed         # what the last session could not run: heap_growth, phases, call_memory
-#   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap,
-#                                        # and with the heap's pool handed back (tools/probes/heap_pool_growth.py)
+#   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap, with
+#                                        # empty_cache, with the call's stream alone routed there; the moe expert
+#                                        # plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #                                        # (PHASES_TWICE=1: each again on the warm host)
 #   bash tools/gpu_check.sh attention_picks  # attention solution: each size's first call, its autotuners' picks
@@ -329,7 +330,7 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/heap_pool_growth.py --calls 24 2>&1 | tee "$WORK/heap_growth.txt"
-    # The moe expert's hold plain and under the heap, where the wall stopped it (hidden-1).
+    # The moe expert's hold plain and under the heap at hidden-1, its most routes (T K).
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/heap_pool_growth.py expert/moe_experts/expert_grouped_mm.py --env moe_experts \
       --sealed sealed_fixtures --size hidden-1 --calls 3 --modes plain,heap 2>&1 | tee -a "$WORK/heap_growth.txt" ;;

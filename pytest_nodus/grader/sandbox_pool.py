@@ -13,9 +13,8 @@ from pathlib import Path
 
 import torch
 
-from pytest_nodus.grader import inputs, phases, roles, standby
+from pytest_nodus.grader import gpu_ledger, inputs, phases, roles, standby
 from pytest_nodus.grader.environment import Environment, load_timeout_s
-from pytest_nodus.grader.gpu_ledger import GIB
 from pytest_nodus.grader.processes import adopt_orphans, stray_processes
 from pytest_nodus.grader.sandbox_process import Sandbox, SandboxFailure
 from pytest_nodus.grader.sandbox_spawn import Spawned
@@ -32,10 +31,11 @@ def gpu_budget(profile, role: str, process_role: str) -> int | None:
     more, so an expert past it would eat a batch-mate's room); none for baselines (context
     beside the reward, reserved nothing) or an expert with no figure (reserved the
     submissions' budget, unmeasured, so not held to it)."""
+    submission, expert = gpu_ledger.budgets(profile)
     if process_role == "submission":
-        return int(profile.memory_gib * GIB)
+        return submission
     if role == "expert" and profile.expert_memory_gib is not None:
-        return int(profile.expert_memory_gib * GIB)
+        return expert
     return None
 
 

@@ -16,10 +16,6 @@ fresh inputs, each way in a process of its own:
   the heap (``_cuda_beginAllocateCurrentStreamToPool``, as inductor's CUDA graph trees route a
   stream), everything else to torch's own pools: a candidate remedy.
 
-Handing the heap's pool back after each call (a new ``MemPool``, the old one destroyed) is not
-among them: destroying a pool while the autograd thread's route is open fails torch's
-``captures_underway.empty()`` assertion and ends the process.
-
 After each call: what the driver charges the process (NVML, as the GPU memory wall reads
 it), the allocator's reserved bytes, the heap's ``cuMemAlloc`` fallbacks so far, and how many
 of the call's outputs lie outside the heap (each would be copied inside the window). A
