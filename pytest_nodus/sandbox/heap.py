@@ -4,16 +4,9 @@ The grader builds the allocator library and reserves the heap region of the aren
 (``grader/heap_build.py`` says why outputs must be read where they were written); here it
 becomes a torch ``MemPool``, set up before the sandbox is confined.
 
-What allocates there: whatever is allocated on the call's stream (the one current when the
-call starts), during each call (``allocating``), and autograd's CUDA device thread, for good.
-Work the kernel puts on streams of its own allocates from torch's own pools, and its outputs
-there are copied. Routing the calling thread instead (``use_mem_pool``) would keep every
-stream's freed blocks in the heap's pool, each for the stream it was made on, where torch's
-emptying of its caches (before each graph capture, for one) does not reach them: a kernel
-that warms up and captures a graph on a new stream per call (``tests/correct/rmsnorm/
-cuda_graph_per_input.py``) would strand a call's workspace per call, and be stopped by the
-GPU memory wall for the grader's doing. Autograd runs a CUDA backward on a thread of its
-own, which a route by thread does not reach. Unrouted, a kernel that returns gradients made
+Which threads allocate there: the calling thread, during each call (``allocating``), and
+autograd's CUDA device thread, for good. Autograd runs a CUDA backward on a thread of its
+own, which ``use_mem_pool`` does not route. Unrouted, a kernel that returns gradients made
 by autograd (the moe_experts expert, torchtitan's way) would have each copied into its
 receipt inside the timed window: a copy of its whole weight gradients per call that no
 production run makes, charged to whoever uses autograd. Routed, those gradients are read
@@ -22,7 +15,6 @@ where autograd wrote them, as any output made on the calling thread is.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import threading
 
@@ -45,18 +37,11 @@ class OutputHeap:
         self.autograd_pool = torch.cuda.MemPool(allocator.allocator())
         self._route_autograd_thread()
 
-    @contextlib.contextmanager
     def allocating(self):
-        """Context in which allocations on the current stream come from the heap."""
+        """Context in which this thread's allocations (on any stream) come from the heap."""
         import torch
 
-        index = torch.cuda._utils._get_device_index(self.device, optional=True)
-        torch._C._cuda_beginAllocateCurrentStreamToPool(index, self.pool.id)
-        try:
-            yield
-        finally:  # as use_mem_pool ends its route: the begin took a use of the pool
-            torch._C._cuda_endAllocateToPool(index, self.pool.id)
-            torch._C._cuda_releasePool(index, self.pool.id)
+        return torch.cuda.use_mem_pool(self.pool, self.device)
 
     def _route_autograd_thread(self) -> None:
         """Route autograd's CUDA device thread's allocations to the heap, from inside a
