@@ -51,9 +51,12 @@
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
 #   bash tools/gpu_check.sh owed         # what the last session could not run: heap_growth, phases, call_memory
-#   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap, with
-#                                        # empty_cache, with the call's stream alone routed there; the moe expert
-#                                        # plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
+#   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap as the
+#                                        # harness runs it, and with its pools and routes kept across calls; the moe
+#                                        # expert plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
+#   bash tools/gpu_check.sh heap_route   # what the heap's routes touch, graded: cuda_graph_per_input and the stream,
+#                                        # thread and workspace styles (3 sealed reruns), the cheats of outputs,
+#                                        # streams and memory (two sizes each), the moe expert as a trusted submission
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #                                        # (PHASES_TWICE=1: each again on the warm host)
 #   bash tools/gpu_check.sh attention_picks  # attention solution: each size's first call, its autotuners' picks
@@ -329,11 +332,21 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     bash "$0" heap_growth phases call_memory ;;
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
-    timeout $left python3 tools/probes/heap_pool_growth.py --calls 24 2>&1 | tee "$WORK/heap_growth.txt"
+    timeout $left python3 tools/probes/heap_pool_growth.py --calls 16 --modes plain,heap,heap+kept 2>&1 | tee "$WORK/heap_growth.txt"
     # The moe expert's hold plain and under the heap at hidden-1, its most routes (T K).
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/heap_pool_growth.py expert/moe_experts/expert_grouped_mm.py --env moe_experts \
       --sealed sealed_fixtures --size hidden-1 --calls 3 --modes plain,heap 2>&1 | tee -a "$WORK/heap_growth.txt" ;;
+  heap_route)
+    STYLES="cuda_graph_per_input streams_joined threads_joined workspace_reuse" styles
+    for n in skip_output_copy side_stream background_thread empty_unwritten other_scratch hold_gpu_memory \
+             cuda_graph_stale_pointers event_fake_join; do echo tests/cheats/rmsnorm/$n.py; done |
+      xargs -P 4 -I{} bash -c 'grade rmsnorm cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=20 -k "public-0 or hidden-0"'
+    grade rmsnorm cheat_gpu_work_left_when_frozen tests/cheats/rmsnorm/gpu_work_left_when_frozen.py $SEALED \
+      --nodus-call-timeout=20 -k "public-0 or hidden-0"
+    # Autograd's thread routed per call: the moe expert's gradients still read where autograd wrote them.
+    grade moe_experts moe_expert_as_submission expert/moe_experts/expert_grouped_mm.py $SEALED --nodus-trusted \
+      -k "not fuzzed" ;;
   phases)
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
     # PHASES_TWICE=1 grades each again at once: the second finds the host warm (the page cache,

@@ -81,6 +81,8 @@ class Harness:
         flags = self._late_write_flags() + self._escape_flags()
         audit = self.audit.restart() if message.get("audit", True) else None
         if self.device.type == "cuda":
+            if self.heap is not None:
+                self.heap.rest()  # no allocation route open, or torch releases nothing
             torch.cuda.empty_cache()
         return {"ok": True, "flags": flags, "audit": audit}
 
@@ -88,6 +90,7 @@ class Harness:
         """The kernel once on the arena's inputs, untimed, its outputs dropped: where its
         compiles, tuning and graph builds for these shapes happen, beside the other roles'."""
         self.armed = None
+        self._next_call()
         layout = message["layout"]
         inputs = {name: arena_view(self.arena, *where) for name, where in layout["inputs"].items()}
         args = [inputs[name] if name in inputs else message["scalars"][name] for name in message["order"]]
@@ -107,6 +110,7 @@ class Harness:
         """Arm: everything before the clock, so that GO is only the call."""
         self.armed = None
         flags = self._late_write_flags()
+        self._next_call()
         layout = message["layout"]
         inputs = {name: arena_view(self.arena, *where) for name, where in layout["inputs"].items()}
         receipts = [arena_view(self.arena, *where) for where in layout["receipts"]]
@@ -196,6 +200,11 @@ class Harness:
         return reply
 
     # -- checks ---------------------------------------------------------------------
+    def _next_call(self):
+        """The heap's routes for the call about to be armed (sandbox.heap)."""
+        if self.heap is not None:
+            self.heap.next_call()
+
     def _allocating(self):
         """The call's allocations: from the arena's heap on the GPU (sandbox.heap)."""
         return self.heap.allocating() if self.heap is not None else contextlib.nullcontext()
