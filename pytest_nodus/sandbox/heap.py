@@ -4,24 +4,26 @@ The grader builds the allocator library and reserves the heap region of the aren
 (``grader/heap_build.py`` says why outputs must be read where they were written); here it
 becomes torch ``MemPool``s, set up before the sandbox is confined.
 
-Which threads allocate there, during each call only: the calling thread (``allocating``)
-and autograd's CUDA device thread. Autograd runs a CUDA backward on a thread of its own,
+Which threads allocate there: the calling thread, during each call (``allocating``), and
+autograd's CUDA device thread, from the first call on (its route closes only to let memory
+go back, below, and at ``rest``). Autograd runs a CUDA backward on a thread of its own,
 which ``use_mem_pool`` does not route. Unrouted, a kernel that returns gradients made by
 autograd (the moe_experts expert, torchtitan's way) would have each copied into its
 receipt inside the timed window: a copy of its whole weight gradients per call that no
 production run makes, charged to whoever uses autograd. Routed, those gradients are read
 where autograd wrote them, as any output made on the calling thread is.
 
-Between calls no route is open (``next_call`` and ``rest``). That is what lets memory go
-back: torch releases cached blocks (``empty_cache``, a graph capture's emptying, the retry
-after a failed allocation) only while no allocation route is open, and never the blocks of
-a pool still in use. The caching allocator keeps a freed block for the stream it was made
-on, so a kernel that works on a new stream each call (``tests/correct/rmsnorm/
-cuda_graph_per_input.py``) leaves a call's workspace in the pool per call, on a stream no
-later call uses. Once the heap has overflowed into ``cuMemAlloc`` segments, the pools are
-therefore replaced between calls by fresh ones over the same region and the old ones'
-free segments handed back, so such a kernel holds what it holds in a plain process
-instead of rising into the GPU memory wall for the grader's doing.
+Memory must be able to go back between calls. The caching allocator keeps a freed block
+for the stream it was made on, and torch releases cached blocks (``empty_cache``, a graph
+capture's emptying, the retry after a failed allocation) only while no allocation route is
+open, and never those of a pool still in use. So a kernel that works on a new stream each
+call (``tests/correct/rmsnorm/cuda_graph_per_input.py``) would leave a call's workspace in
+the pool per call, on a stream no later call uses, and rise into the GPU memory wall for the
+grader's doing. ``next_call`` therefore replaces the pools by fresh ones over the same region
+(the old ones' free segments handed back) when the pools keep growing: when the last call
+overflowed the heap into ``cuMemAlloc`` segments though it was not the pools' first. A
+kernel that needs the same memory every call overflows once per pool and size at most, and
+then runs in pools that no longer change, as it would in a plain process.
 """
 
 from __future__ import annotations
@@ -46,10 +48,12 @@ class OutputHeap:
         self._allocator = torch.cuda.memory.CUDAPluggableAllocator(library, "nodus_heap_alloc", "nodus_heap_free")
         self.device = device
         self._index = torch.cuda._utils._get_device_index(device, optional=True)
-        self._fallbacks = 0  # the allocator's count when the pools were last made
-        self._new_pools()
+        self._calls = 0  # calls the current pools have served
+        self._fallbacks = 0  # the allocator's count as the last call was armed
         self._autograd_routed = False
         self._leaf = torch.zeros(1, device=device, requires_grad=True)  # what the routing backward runs on
+        self._route = _route_function(self)
+        self._new_pools()
 
     def allocating(self):
         """Context in which this thread's allocations (on any stream) come from the heap."""
@@ -58,23 +62,38 @@ class OutputHeap:
         return torch.cuda.use_mem_pool(self.pool, self.device)
 
     def next_call(self) -> None:
-        """Before a call, outside its window: close the last call's route, renew the pools if
-        the heap overflowed, open autograd's route for this call."""
-        self.rest()
+        """Before a call is armed, outside its window: fresh pools if the current ones keep
+        growing (the module's docstring), and autograd's route open."""
         fallbacks = self._library.nodus_heap_fallbacks()
-        if fallbacks != self._fallbacks:
-            self._fallbacks = fallbacks
+        if renew_pools(self._calls, fallbacks - self._fallbacks):
+            self.rest()
             self._new_pools()
-        self._route_autograd_thread()
+        if not self._autograd_routed:
+            self._route.apply(self._leaf).sum().backward()
+            self._leaf.grad = None
+        self._fallbacks = self._library.nodus_heap_fallbacks()
+        self._calls += 1
 
     def rest(self) -> None:
-        """No route open: torch may release what the pools no longer use."""
+        """Close autograd's route: with none open, torch may release what the pools no longer use."""
         import torch
 
         if self._autograd_routed:
             torch._C._cuda_endAllocateToPool(self._index, self.autograd_pool.id)
             torch._C._cuda_releasePool(self._index, self.autograd_pool.id)  # the use the route's begin took
             self._autograd_routed = False
+
+    def _new_pools(self) -> None:
+        """Fresh pools; the old ones, dropped, hand back their free segments, and
+        ``empty_cache`` any older pool's freed since. Blocks still in use (the last call's
+        outputs, a kernel's cached buffers) stay where they are until freed."""
+        import torch
+
+        self.pool = torch.cuda.MemPool(self._allocator.allocator())
+        # A pool of its own for autograd's thread: torch lets one pool take one route.
+        self.autograd_pool = torch.cuda.MemPool(self._allocator.allocator())
+        torch.cuda.empty_cache()
+        self._calls = 0
 
     def holds(self, tensor) -> bool:
         ptr = tensor.data_ptr()
@@ -91,24 +110,30 @@ class OutputHeap:
         self.autograd_pool = torch.cuda.MemPool(self._allocator.allocator())
         torch.cuda.empty_cache()
 
-    def _route_autograd_thread(self) -> None:
-        """Route autograd's CUDA device thread's allocations to the heap, from inside a
-        backward that runs on that thread (torch offers no other way to reach it)."""
-        import torch
 
-        heap, here = self, threading.get_ident()
+def renew_pools(calls: int, fallbacks_since: int) -> bool:
+    """Whether the pools keep growing: the last call (``calls`` served so far) overflowed the
+    heap though it was not their first. Only a first call in pools may need new segments."""
+    return calls >= 2 and fallbacks_since > 0
 
-        class _Route(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x.clone()
 
-            @staticmethod
-            def backward(ctx, grad):
-                if threading.get_ident() != here:  # the caller's own thread is routed per call only
-                    torch._C._cuda_beginAllocateCurrentThreadToPool(heap._index, heap.autograd_pool.id)
-                    heap._autograd_routed = True
-                return grad
+def _route_function(heap: OutputHeap):
+    """An autograd function whose backward routes the thread it runs on, autograd's CUDA
+    device thread, to ``heap.autograd_pool`` (torch offers no other way to reach that thread)."""
+    import torch
 
-        _Route.apply(self._leaf).sum().backward()
-        self._leaf.grad = None
+    here = threading.get_ident()
+
+    class _Route(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            if threading.get_ident() != here:  # the caller's own thread is routed per call only
+                torch._C._cuda_beginAllocateCurrentThreadToPool(heap._index, heap.autograd_pool.id)
+                heap._autograd_routed = True
+            return grad
+
+    return _Route

@@ -9,9 +9,8 @@ fresh inputs, each way in a process of its own:
 
 - ``plain``: as a user's process runs it;
 - ``heap``: as the harness calls it: the output heap (sandbox/heap.py's ``OutputHeap`` over
-  a region of grader/heap_build.py's size), ``next_call`` before each call (routes closed,
-  pools renewed once the heap overflowed, autograd's route opened), the call inside
-  ``allocating``;
+  a region of grader/heap_build.py's size), ``next_call`` before each call (pools renewed
+  when they keep growing, autograd's route open), the call inside ``allocating``;
 - ``heap+kept``: the same pools kept for every call and autograd's route left open across
   calls, so that torch releases nothing between them: what the heap's docstring says the
   harness avoids;
@@ -88,6 +87,8 @@ def run(mode: str, args) -> None:
         fallbacks = library.nodus_heap_fallbacks() if library else 0
         print(f"{mode:10s} call {call:2d}: driver +{held:6.2f} GiB, reserved {torch.cuda.memory_reserved() / GIB:6.2f} "
               f"GiB, heap fallbacks {fallbacks}{pooled}, outputs outside the heap {outside}", flush=True)
+    if heap is not None:
+        heap.rest()  # torch's pools are destroyed at exit, which it refuses with a route open
 
 
 def main() -> int:
