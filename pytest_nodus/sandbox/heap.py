@@ -68,6 +68,7 @@ class OutputHeap:
         if renew_pools(self._calls, fallbacks - self._fallbacks):
             self.rest()
             self._new_pools()
+            self._calls = 0
         if not self._autograd_routed:
             self._route.apply(self._leaf).sum().backward()
             self._leaf.grad = None
@@ -93,22 +94,10 @@ class OutputHeap:
         # A pool of its own for autograd's thread: torch lets one pool take one route.
         self.autograd_pool = torch.cuda.MemPool(self._allocator.allocator())
         torch.cuda.empty_cache()
-        self._calls = 0
 
     def holds(self, tensor) -> bool:
         ptr = tensor.data_ptr()
         return self.lo <= ptr and ptr + tensor.numel() * tensor.element_size() <= self.hi
-
-    def _new_pools(self) -> None:
-        """Fresh pools; the old ones, dropped, become freeable, and ``empty_cache`` hands their
-        free segments (and any older pool's, freed since) back to the heap or the driver.
-        Blocks still in use (the last call's outputs, a kernel's cached buffers) stay where
-        they are until freed."""
-        import torch
-
-        self.pool = torch.cuda.MemPool(self._allocator.allocator())
-        self.autograd_pool = torch.cuda.MemPool(self._allocator.allocator())
-        torch.cuda.empty_cache()
 
 
 def renew_pools(calls: int, fallbacks_since: int) -> bool:

@@ -31,7 +31,6 @@ def _heap():
 
     def new_pools():
         heap.renewed.append(heap._calls)
-        heap._calls = 0
 
     def rest():
         heap.rested += 1
