@@ -50,13 +50,14 @@
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
-#   bash tools/gpu_check.sh owed         # what the last session could not run: heap_growth, phases, call_memory
+#   bash tools/gpu_check.sh owed         # what the last session could not run: heap_growth, heap_route, phases, call_memory
 #   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap as the
 #                                        # harness runs it, and with its pools and routes kept across calls; the moe
 #                                        # expert plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
 #   bash tools/gpu_check.sh heap_route   # what the heap's routes touch, graded: cuda_graph_per_input and the stream,
 #                                        # thread and workspace styles (3 sealed reruns), the cheats of outputs,
-#                                        # streams and memory (two sizes each), the moe expert as a trusted submission
+#                                        # streams and memory (two sizes each), the moe expert as a trusted submission,
+#                                        # the attention solution trusted (its claims kept) at public-2 and hidden-4
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #                                        # (PHASES_TWICE=1: each again on the warm host)
 #   bash tools/gpu_check.sh attention_picks  # attention solution: each size's first call, its autotuners' picks
@@ -325,11 +326,12 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_solution expert/rmsnorm/solution.py --nodus-seed=11
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
-    # What the last session could not run, in one call: why a correct style's memory grows
-    # under the heap, the solutions' phases (the attention solution with one tile shape per
-    # class), then each expert's memory per size (the budgets wait for it; the moe expert
-    # compiles per shape, so it goes last under the deadline).
-    bash "$0" heap_growth phases call_memory ;;
+    # What the last session could not run: the heap's pools as the harness now renews them,
+    # probed and graded (heap_route: the attention solution's claims where it overflows the
+    # heap), the solutions' phases, then each expert's memory per size (the budgets wait for
+    # it; the moe expert compiles per shape, so it goes last under the deadline). More than
+    # one device call holds: run the modes two by two.
+    bash "$0" heap_growth heap_route phases call_memory ;;
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/heap_pool_growth.py --calls 16 --modes plain,heap,heap+kept 2>&1 | tee "$WORK/heap_growth.txt"
@@ -344,9 +346,13 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
       xargs -P 4 -I{} bash -c 'grade rmsnorm cheat_$(basename {} .py) {} '"$SEALED"' --nodus-call-timeout=20 -k "public-0 or hidden-0"'
     grade rmsnorm cheat_gpu_work_left_when_frozen tests/cheats/rmsnorm/gpu_work_left_when_frozen.py $SEALED \
       --nodus-call-timeout=20 -k "public-0 or hidden-0"
-    # Autograd's thread routed per call: the moe expert's gradients still read where autograd wrote them.
+    # Autograd's thread routed: the moe expert's gradients still read where autograd wrote them.
     grade moe_experts moe_expert_as_submission expert/moe_experts/expert_grouped_mm.py $SEALED --nodus-trusted \
-      -k "not fuzzed" ;;
+      -k "not fuzzed"
+    # The attention solution where every call overflows the heap, its claims kept (trusted):
+    # each role's fixed cost per call shows whether the heap's renewals reach the window.
+    grade attention_backward attn_solution_claims expert/attention_backward/solution.py $SEALED --nodus-trusted \
+      --nodus-reruns=3 -k "public-2 or hidden-4" ;;
   phases)
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
     # PHASES_TWICE=1 grades each again at once: the second finds the host warm (the page cache,
