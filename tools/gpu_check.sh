@@ -50,7 +50,7 @@
 #   bash tools/gpu_check.sh xdist        # rmsnorm solution sealed under -n <GPU count>: one worker per GPU
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
-#   bash tools/gpu_check.sh owed         # what the last session could not run: heap_growth, heap_route, phases, call_memory
+#   bash tools/gpu_check.sh owed         # the runs still owed: heap_growth, heap_route, phases, call_memory
 #   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap as the
 #                                        # harness runs it, and with its pools and routes kept across calls; the moe
 #                                        # expert plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
@@ -326,11 +326,10 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_solution expert/rmsnorm/solution.py --nodus-seed=11
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
-    # What the last session could not run: the heap's pools as the harness now renews them,
-    # probed and graded (heap_route: the attention solution's claims where it overflows the
-    # heap), the solutions' phases, then each expert's memory per size (the budgets wait for
-    # it; the moe expert compiles per shape, so it goes last under the deadline). More than
-    # one device call holds: run the modes two by two.
+    # The runs still owed: the heap's pools probed and graded (heap_growth, heap_route), the
+    # solutions' phases, then each expert's memory per size (the budgets wait for it; the moe
+    # expert compiles per shape, so it goes last under the deadline). More than one device
+    # call holds: run the modes two by two.
     bash "$0" heap_growth heap_route phases call_memory ;;
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
@@ -349,8 +348,9 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     # Autograd's thread routed: the moe expert's gradients still read where autograd wrote them.
     grade moe_experts moe_expert_as_submission expert/moe_experts/expert_grouped_mm.py $SEALED --nodus-trusted \
       -k "not fuzzed"
-    # The attention solution where every call overflows the heap, its claims kept (trusted):
-    # each role's fixed cost per call shows whether the heap's renewals reach the window.
+    # The attention solution at its two largest sizes, where its buffers outgrow the heap, its
+    # claims kept (trusted): each role's fixed cost per call shows whether renewing the heap's
+    # pools reaches the timed window.
     grade attention_backward attn_solution_claims expert/attention_backward/solution.py $SEALED --nodus-trusted \
       --nodus-reruns=3 -k "public-2 or hidden-4" ;;
   phases)

@@ -64,16 +64,19 @@ class OutputHeap:
     def next_call(self) -> None:
         """Before a call is armed, outside its window: fresh pools if the current ones keep
         growing (the module's docstring), and autograd's route open."""
-        fallbacks = self._library.nodus_heap_fallbacks()
-        if renew_pools(self._calls, fallbacks - self._fallbacks):
+        if renew_pools(self._calls, self.fallbacks() - self._fallbacks):
             self.rest()
             self._new_pools()
             self._calls = 0
         if not self._autograd_routed:
             self._route.apply(self._leaf).sum().backward()
             self._leaf.grad = None
-        self._fallbacks = self._library.nodus_heap_fallbacks()
+        self._fallbacks = self.fallbacks()  # after the renewal and the routing backward: the call's own count
         self._calls += 1
+
+    def fallbacks(self) -> int:
+        """How many segments the heap has handed to ``cuMemAlloc`` so far, having no room."""
+        return self._library.nodus_heap_fallbacks()
 
     def rest(self) -> None:
         """Close autograd's route: with none open, torch may release what the pools no longer use."""

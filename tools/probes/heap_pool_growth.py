@@ -25,7 +25,6 @@ probe, not a grade: no sandbox walls, no timing.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import importlib
 import os
 import subprocess
@@ -54,13 +53,10 @@ def run(mode: str, args) -> None:
     device = torch.device("cuda", 0)  # indexed, as the sandbox names its device
     torch.empty(1, device=device)
     driver = nvml.open_device(str(torch.cuda.get_device_properties(0).uuid))
-    heap = library = None
+    heap = None
     if mode != "plain":
-        path = str(heap_build.build())
         region = torch.empty(heap_build.heap_bytes(env.contract.call_bytes(dims)), dtype=torch.uint8, device=device)
-        heap = OutputHeap(path, region, device)
-        library = ctypes.CDLL(path)  # the same library object the heap loaded: one count
-        library.nodus_heap_fallbacks.restype = ctypes.c_size_t
+        heap = OutputHeap(str(heap_build.build()), region, device)
     start = driver.used_bytes().get(os.getpid(), 0) if driver else 0
     for call in range(args.calls):
         fresh = nodus_inputs.make_inputs(env, dims, call, device)
@@ -84,7 +80,7 @@ def run(mode: str, args) -> None:
         if mode == "heap+empty":
             torch.cuda.empty_cache()
         held = (driver.used_bytes().get(os.getpid(), 0) - start) / GIB if driver else float("nan")
-        fallbacks = library.nodus_heap_fallbacks() if library else 0
+        fallbacks = heap.fallbacks() if heap else 0
         print(f"{mode:10s} call {call:2d}: driver +{held:6.2f} GiB, reserved {torch.cuda.memory_reserved() / GIB:6.2f} "
               f"GiB, heap fallbacks {fallbacks}{pooled}, outputs outside the heap {outside}", flush=True)
     if heap is not None:
