@@ -273,13 +273,27 @@ for MODE in "${@:-quick}"; do
     # seed). BATCH_SEALED=1 grades the batch sealed instead, for its wall time; BATCH_WARM=1
     # adds --nodus-warm-together (the attempts' first calls side by side). BATCH_K="-k expr"
     # grades the same sizes both ways (a whole grade per attempt does not fit one device
-    # call); BATCH_PART=batch or separate runs one half (two calls on a warm machine).
+    # call); BATCH_PART=batch or separate runs one half (two calls on a warm machine);
+    # BATCH_TURNS=1 grades the batch in one pytest run, in the grader's own turns.
     folder=$WORK/attempts; mkdir -p $folder
     cp expert/attention_backward/solution.py $folder/solution.py
     cp env_suites/attention_backward/starting_kernel.py $folder/starting_kernel.py
     for f in tests/correct/attention_backward/*.py; do cp $f $folder/correct_$(basename $f); done
     for f in $(ls tests/cheats/attention_backward/*.py | head -12); do cp $f $folder/cheat_$(basename $f); done
-    if [ "${BATCH_PART:-batch}" != separate ]; then
+    if [ -n "${BATCH_TURNS:-}" ] && [ "${BATCH_PART:-batch}" != separate ]; then
+      # One pytest run for the 16: the grader splits them into turns of what the GPU holds
+      # (grader/turns.py), the expert's sandbox and set-up shared by every turn.
+      t0=$(date +%s.%N); left=$(( NODUS_DEADLINE - $(date +%s) ))
+      timeout $left python3 -m pytest env_suites/attention_backward -q -p no:cacheprovider -v \
+        --nodus-submission=$folder --nodus-json=$WORK/turns --nodus-call-timeout=60 \
+        $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) \
+        $([ -n "${BATCH_WARM:-}" ] && echo --nodus-warm-together) ${BATCH_K:+-k "$BATCH_K"} > $WORK/turns.log 2>&1
+      echo "one run rc=$?: $(grep -c 'turn[0-9]*\] \(PASSED\|FAILED\)' $WORK/turns.log) tests in turns"
+      grep -A20 "pytest-nodus batch" $WORK/turns.log | head -22
+      echo "batch of $(ls $folder | wc -l) in one run: wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
+      [ -f $WORK/turns/grades.jsonl ] && python3 -m pytest_nodus.commands.plot $WORK/turns/grades.jsonl \
+        -o $OUT/batch_attention_turns.png --title "pytest-nodus: $(ls $folder | wc -l) attention attempts graded in one run ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+    elif [ "${BATCH_PART:-batch}" != separate ]; then
       # An H200 holds 3 attention attempts' sandboxes at once (docs/batch.md): runs of at most
       # BATCH_ROOM, as even as they split (16 in runs of 3: 3 3 3 3 2 2), so that no run is
       # one attempt, which pytest grades alone and writes no batch row for.

@@ -127,14 +127,7 @@ def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sea
         files = [Path(one).resolve() for one in submission]
         if not one_run or len(files) == 1:
             return [grade(env, one, **options) for one in files]
-        try:
-            grades = _run(env, files, **options)
-        except GradeFailed as failed:
-            # More attempts than the GPU holds at once: the grader named how many fit.
-            room = batch_files.room_in(failed.output)
-            if room is None or room >= len(files):
-                raise
-            grades = [g for run in batch_files.runs_of(files, room) for g in _run(env, run, **options)]
+        grades = _run(env, files, **options)  # more attempts than the GPU holds: in turns (grader/turns.py)
         # An attempt run out of GPU memory may owe it to a batch-mate over its budget: its grade
         # alone stands instead.
         return [_run(env, [one], **options)[0] if batch_files.ran_out_beside_others(g.document) else g

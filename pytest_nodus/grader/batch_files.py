@@ -12,7 +12,6 @@ driver uses it without a GPU stack.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,27 +20,10 @@ ROWS = "grades.jsonl"
 PICTURE = "grades.png"
 
 
-_ROOM = "room for {} attempts per run"
-
-
-def too_large(attempts: int, room: int, need_gib: float, capacity_gib: float) -> str:
-    """The usage error of a batch whose sandboxes cannot all fit on its GPU at once."""
-    return (f"pytest-nodus: a batch holds every attempt's sandbox at once: {attempts} attempts may need "
-            f"{need_gib:.0f} GiB of GPU memory at the largest size, this GPU has {capacity_gib:.0f} GiB, "
-            f"{_ROOM.format(room)}; grade the folder in runs of at most that many (pytest_nodus.grade and "
-            "nodus-ray split such a batch themselves)")
-
-
-def room_in(output: str) -> int | None:
-    """The attempts per run that a grader's :func:`too_large` error names, or None."""
-    found = re.search(_ROOM.format(r"(\d+)"), output)
-    return int(found.group(1)) if found else None
-
-
 def runs_of(files: list, room: int) -> list[list]:
     """``files`` in order, in as few runs of at most ``room`` as hold them, as even as they
-    split (16 in runs of 3: 3 3 3 3 2 2): a run of one file would be a lone grade, not a batch,
-    so a split leaves one only where ``room`` is 1 or a single file is left."""
+    split (16 in runs of 3: 3 3 3 3 2 2): a run of one only where ``room`` is 1 or a single
+    file is left (a batch's turns, grader/turns.py; a pipeline's runs of a pytest each)."""
     count = -(-len(files) // max(room, 1))
     runs, first = [], 0
     for left in range(count, 0, -1):
@@ -105,3 +87,17 @@ def draw_rows(path: Path, rows: list[dict], title: str) -> bool:
 
     plot.draw(plot.points_from_rows(rows), Path(path), title=title, labels=len(rows) <= 40)
     return True
+
+
+def terminal_lines(rows: list[dict], out: Path | None) -> list[str]:
+    """The batch's lines in pytest's terminal summary: one per attempt."""
+    width = max(len(Path(r["attempt"]).name) for r in rows)
+    lines = [f"{'#':>3} {'attempt':<{width}} {'status':<8} {'reward':>8} {'speedup':>8}  flags"]
+    for r in rows:
+        paid = "-" if r["reward"] is None else f"{r['reward']:.3f}"
+        speed = "-" if r["speedup"] is None else f"{r['speedup']:.3f}"
+        codes = ",".join(sorted({f["code"] for f in r["flags"]})) or "-"
+        lines.append(f"{r['index']:>3} {Path(r['attempt']).name:<{width}} {r['status']:<8} {paid:>8} {speed:>8}  {codes}")
+    if out is not None:
+        lines.append(f"grades, rows and picture: {out}/")
+    return lines

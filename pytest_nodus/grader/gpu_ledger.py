@@ -26,7 +26,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_nodus.grader.batch_files import too_large
 from pytest_nodus.grader.devices import DeviceBusy
 
 GIB = 1 << 30
@@ -57,7 +56,8 @@ def need_bytes(call_bytes: int, budget_bytes: int, submissions: int = 1, expert_
 def batch_room(call_bytes: int, budget_bytes: int, capacity: int, expert_bytes: int | None = None) -> int:
     """How many attempts one batch can hold at once on a GPU of ``capacity`` bytes: at least
     one (a lone grade that needs more than the GPU still runs, alone on it). A batch past this
-    would wait for memory its own sandboxes hold, to the end of ``--nodus-gpu-wait``."""
+    would wait for memory its own sandboxes hold, to the end of ``--nodus-gpu-wait``: it is
+    graded in turns of this many instead (grader/turns.py)."""
     room = 1
     while need_bytes(call_bytes, budget_bytes, room + 1, expert_bytes) <= capacity:
         room += 1
@@ -67,19 +67,6 @@ def batch_room(call_bytes: int, budget_bytes: int, capacity: int, expert_bytes: 
 def budgets(profile) -> tuple[int, int]:
     """(a submission's, the expert's) GPU memory budget in bytes, from an environment's profile."""
     return int(profile.memory_gib * GIB), int(profile.expert_budget_gib * GIB)
-
-
-def batch_problem(env, planned: list, attempts: int, device) -> str | None:
-    """Why a batch of ``attempts`` cannot run on ``device``'s GPU at the sizes ``planned``, or None."""
-    if attempts < 2 or device.kind != "cuda" or device.kind not in env.profiles:
-        return None
-    capacity = for_device(device).capacity
-    call = max(env.contract.call_bytes(d) for d in planned)
-    budget, expert = budgets(env.profile(device.kind))
-    room = batch_room(call, budget, capacity, expert)
-    if room >= attempts:
-        return None
-    return too_large(attempts, room, need_bytes(call, budget, attempts, expert) / GIB, capacity / GIB)
 
 
 def _alive(pid: int) -> bool:

@@ -54,6 +54,9 @@ class Grader:
                  fail_fast: bool = False, warm_together: bool = False):
         submissions = [Path(submissions)] if isinstance(submissions, (str, Path)) else [Path(p) for p in submissions]
         self.roles = submission_roles(len(submissions))
+        # The roles whose sandboxes this turn grades: all of them, unless a batch larger than
+        # its GPU holds is graded in turns (grader/turns.py, take_turn).
+        self.active = list(self.roles)
         self.device = device
         # --nodus-fail-fast: a size stops at the submission's first failed call; the grade
         # is at the floor from then on, so its other rounds (and the expert) cost time only.
@@ -97,6 +100,16 @@ class Grader:
             self.ledger.release()
             self._reserved = 0
 
+    def take_turn(self, attempts: list[int]) -> None:
+        """Grade the attempts ``attempts`` (indices into ``roles``) from now on: the sandboxes
+        of the turn before are killed first, so that their GPU memory is free for this turn's
+        (the expert's sandbox, its set-up and compile caches stay)."""
+        turn = [self.roles[i] for i in attempts]
+        leaving = [role for role in self.active if role not in turn]
+        if leaving:
+            self.pool.retire(leaving)
+        self.active = turn
+
     def reserve(self, env: Environment, dims, result: SizeResult) -> None:
         """Room on the GPU for this grade at its largest planned size (or ``dims``), reserved
         before the size starts anything; the wait is the size's ``gpu_wait``."""
@@ -106,7 +119,7 @@ class Grader:
             self.ledger = gpu_ledger.for_device(self.device)
         planned = [*self.pool.planned_dims.get(env.name, ()), dims]
         budget, expert = gpu_ledger.budgets(env.profile(self.device.kind))
-        need = gpu_ledger.need_bytes(max(env.contract.call_bytes(d) for d in planned), budget, len(self.roles), expert)
+        need = gpu_ledger.need_bytes(max(env.contract.call_bytes(d) for d in planned), budget, len(self.active), expert)
         if need > self._reserved:
             phases.add(result.phases, "gpu_wait", self.ledger.reserve(need, self.gpu_wait_s))
             self._reserved = need
@@ -301,11 +314,11 @@ class Grader:
 
     # -- sizes ---------------------------------------------------------------------------
     def grade_size(self, env: Environment, size: Size, label: str, rerun: int = 0) -> list[SizeResult]:
-        """One size for every submission, in shared rounds: their results, in ``roles`` order."""
+        """One size for this turn's submissions, in shared rounds: their results, in ``active`` order."""
         def attempt() -> list[SizeResult]:
             results = {role: SizeResult(size.id, size.kind, rerun, dict(size.dims), device=self.device.torch_name,
                                         env={"name": env.name, "version": env.version},
-                                        throughput_unit=env.cost.unit) for role in self.roles}
+                                        throughput_unit=env.cost.unit) for role in self.active}
             with gpu_memory.attempting(list(results.values())):
                 self._grade_size(env, size, label, results)
             return list(results.values())

@@ -31,6 +31,9 @@ FAIL_FAST_HELP = ("Stop at the first size that is not correct (pytest's --maxfai
 WARM_TOGETHER_HELP = ("A batch: run the attempts' first calls at a size side by side before the size's rounds "
                       "(their compiles and tuning at once, untimed and unread), then the rounds as always. Each "
                       "attempt's own tuning then shares the GPU with the others'. Not under --nodus-fail-fast.")
+BATCH_ROOM_HELP = ("A batch: at most N attempts' sandboxes at once (default: as many as the GPU's memory holds at the "
+                   "selected sizes; every attempt on the CPU). A larger batch is graded in turns of at most N in "
+                   "this one run, each turn against the same expert sandbox (grader/turns.py).")
 AGAINST_HELP = ("What the submission is timed against: expert (default), or starting_kernel, the environment's "
                 "own starting kernel, for a local check where the grader's experts are not installed (an agent's "
                 "workspace): a speedup, never a reward. Not with --nodus-sealed.")
@@ -55,6 +58,7 @@ def pytest_addoption(parser):
     group.addoption("--nodus-against", metavar="KERNEL", default="expert", help=AGAINST_HELP)
     group.addoption("--nodus-fail-fast", action="store_true", default=False, help=FAIL_FAST_HELP)
     group.addoption("--nodus-warm-together", action="store_true", default=False, help=WARM_TOGETHER_HELP)
+    group.addoption("--nodus-batch-room", metavar="N", help=BATCH_ROOM_HELP)
 
 
 # What a submission can be timed against (--nodus-against).
@@ -85,6 +89,8 @@ class Options:
         self.trusted = bool(get("nodus_trusted"))
         self.fail_fast = bool(get("nodus_fail_fast"))
         self.warm_together = bool(get("nodus_warm_together"))
+        room = get("nodus_batch_room")
+        self.batch_room = None if room is None else _positive_int(room, "--nodus-batch-room")
         self.against = get("nodus_against")
         self.seed = None if get("nodus_seed") is None else _non_negative_int(get("nodus_seed"), "--nodus-seed")
         for path in self.submissions:

@@ -29,8 +29,16 @@ def nodus_rerun() -> int:
 
 
 @pytest.fixture
-def nodus_grade(request, _nodus_session):
-    """The grader, bound to the current test (see :class:`pytest_nodus.suite.GradeRunner`)."""
+def nodus_turn() -> int:
+    """Which turn of a batch larger than its room a test grades (grader/turns.py;
+    parametrized when the batch needs more than one)."""
+    return 0
+
+
+@pytest.fixture
+def nodus_grade(request, _nodus_session, nodus_turn):
+    """The grader, bound to the current test and its turn's attempts (see
+    :class:`pytest_nodus.suite.GradeRunner`)."""
     from pytest_nodus.grader.suite import GradeRunner
 
     grader = _nodus_session.get_grader()
@@ -38,7 +46,7 @@ def nodus_grade(request, _nodus_session):
         grader.call_timeout_override = _nodus_session.options.call_timeout
     if _nodus_session.options.gpu_wait is not None:
         grader.gpu_wait_s = _nodus_session.options.gpu_wait
-    return GradeRunner(grader, request.node, _nodus_session.options)
+    return GradeRunner(grader, request.node, _nodus_session.options, _nodus_session.turn_attempts(nodus_turn))
 
 
 def pytest_configure(config):

@@ -12,6 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from pytest_nodus import __version__ as nodus_version
 from pytest_nodus.grader import phases, reward
 
 SCHEMA_VERSION = "2.6"
@@ -196,3 +197,16 @@ def terminal_lines(document: dict) -> list[str]:
     else:
         lines.append(f"reward {document['reward']:.4f} (status {document['status']}{speed})")
     return lines
+
+
+def grader_versions() -> dict:
+    """The versions a grade was made with: pytest-nodus's, torch's and Triton's."""
+    import torch
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    return {"version": nodus_version, "torch": torch.__version__, "triton": triton_version}

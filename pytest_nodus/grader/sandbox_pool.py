@@ -89,6 +89,19 @@ class SandboxPool:
         standby.close(self.standby)
         stray_processes([])  # whatever a sandbox detached and no later call found: nothing outlives the grade
 
+    def retire(self, leaving: list[str]) -> None:
+        """Kill the sandboxes of the roles ``leaving`` (a batch's turn that ended: grader/turns.py),
+        all stopped before any is waited for, as in :meth:`close`; a role's next start is a
+        fresh one."""
+        keys = [key for key in [*self._sandboxes, *self._launched] if key[0] in leaving]
+        every = [box for key in keys for box in (self._sandboxes.pop(key, None), self._launched.pop(key, None)) if box]
+        for sandbox in every:
+            sandbox.stop()
+        for sandbox in every:
+            sandbox.close()
+        for key in keys:
+            self._placers.pop(key, None)
+
     def _arena_capacity(self, env: Environment, dims) -> int:
         """Room for two calls of the largest planned size (public and hidden) or of ``dims``,
         and of the largest size Hypothesis could draw where that is small (CPU domains): a

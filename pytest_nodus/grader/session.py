@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_nodus import __version__
-from pytest_nodus.grader import standby
-from pytest_nodus.grader.suite import GRADED_MARKER, GRADED_PROPERTY, RESULT_PROPERTY, STOPS_THE_GRADE, name_graded_test
+from pytest_nodus.grader import standby, turns
+from pytest_nodus.grader.suite import (ATTEMPT_KEY, GRADED_MARKER, GRADED_PROPERTY, RESULT_PROPERTY, STOPS_THE_GRADE,
+                                       name_graded_test)
 
 if TYPE_CHECKING:
     from pytest_nodus.grader.options import Options
@@ -52,10 +52,14 @@ class NodusSession:
         self.results: list[dict] = []
         self.usage_errors: list[str] = []
         self.planned_dims: dict[str, list] = {}
+        self._sizes_of: dict[str, list] = {}  # env name -> the sizes it times (_sizes)
+        # A batch's turns (grader/turns.py): each a list of attempt indices; one turn of all
+        # unless the batch is larger than its GPU holds at the selected sizes.
+        self.turns: list[list[int]] = [list(range(len(options.submissions)))]
         self.yardsticks: dict[str, Path] = {}  # --nodus-against=starting_kernel: env name -> its starting kernel
-        # Graded tests by node id -> (size id, rerun), as their setup reports name them
+        # Graded tests by node id -> (size id, rerun, turn), as their setup reports name them
         # (GRADED_PROPERTY), so a test whose worker died mid-test still counts.
-        self.expected: dict[str, tuple[str, int]] = {}
+        self.expected: dict[str, tuple[str, int, int]] = {}
         self.reported: set[str] = set()
         self.collected: set[str] = set()  # every test id collected (xdist: by the workers)
         self.ran: set[str] = set()  # every test id a report came back for
@@ -72,6 +76,9 @@ class NodusSession:
     @property
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
+
+    def turn_attempts(self, turn: int) -> list[int]:
+        return self.turns[turn]
 
     def device_choice(self):
         if self.device is None:
@@ -120,16 +127,7 @@ class NodusSession:
             reruns = range(self.options.reruns)
             metafunc.parametrize("nodus_rerun", list(reruns), ids=[f"r{n}" for n in reruns])
         if "nodus_size" in metafunc.fixturenames:
-            from pytest_nodus.grader.environment import load_hidden_sizes, sizes_to_grade
-
             kind = self.device_choice().kind
-            hidden = ()
-            if self.options.sealed:
-                try:
-                    hidden = load_hidden_sizes(self.options.sealed_dir, env, kind)
-                except ValueError as exc:
-                    # Raised from collection_modifyitems: pytest then prints one ERROR line.
-                    self.usage_errors.append(f"pytest-nodus: {exc}")
             if self.options.against == "expert" and kind in env.profiles and not env.profile(kind).expert.is_file():
                 self.usage_errors.append(f"pytest-nodus: the expert of '{env.name}' is not installed here (it ships "
                                          "with the grader, not with the public package); a local check times "
@@ -140,14 +138,25 @@ class NodusSession:
                 if not starting.is_file():
                     self.usage_errors.append(f"pytest-nodus: '{env.name}' has no starting kernel ({starting})")
                 self.yardsticks[env.name] = starting
-            sizes = sizes_to_grade(env, kind, hidden)
+            sizes = self._sizes(env)
             self.planned_dims[env.name] = [s.dims for s in sizes]  # narrowed to the selected ones after -k
             metafunc.parametrize("nodus_size", sizes, ids=[s.id for s in sizes])
+        if self.options.batch and turns.FIXTURE in metafunc.fixturenames:
+            # As many turns as the room at every planned size needs (-k can only select fewer).
+            most = len(turns.plan(len(self.options.submissions), self._room(env, [s.dims for s in self._sizes(env)])))
+            if most > 1:
+                metafunc.parametrize(turns.FIXTURE, list(range(most)), ids=[f"turn{n}" for n in range(most)])
 
     @pytest.hookimpl(trylast=True)  # after -k/-m deselection: a partial run grades what it selected
     def pytest_collection_modifyitems(self, session, config, items):
         graded = [item for item in items if item.get_closest_marker(GRADED_MARKER)]
         self._plan_selected(graded)
+        if self.options.batch and graded:  # the turns past what the selected sizes need
+            unneeded = set(map(id, turns.beyond(graded, len(self.turns))))
+            if unneeded:
+                config.hook.pytest_deselected(items=[item for item in items if id(item) in unneeded])
+                items[:] = [item for item in items if id(item) not in unneeded]
+                graded = [item for item in graded if id(item) not in unneeded]
         if self.usage_errors:
             raise pytest.UsageError(self.usage_errors[0])
         if graded and self.options.submission is None:
@@ -174,14 +183,27 @@ class NodusSession:
                     selected[env.name].append(size.dims)
         for name in self.planned_dims:
             self.planned_dims[name] = selected.get(name, [])
-        if not self.options.batch:
-            return
-        from pytest_nodus.grader.gpu_ledger import batch_problem
+        if self.options.batch and envs:  # one environment per grade: a mixed run is refused below
+            env = next(iter(envs.values()))
+            self.turns = turns.plan(len(self.options.submissions), self._room(env, selected[env.name]))
 
-        for name, env in envs.items():
-            problem = batch_problem(env, selected[name], len(self.options.submissions), self.device_choice())
-            if problem:
-                self.usage_errors.append(problem)
+    def _room(self, env, planned: list) -> int:
+        return turns.room(env, planned, len(self.options.submissions), self.device_choice(), self.options.batch_room)
+
+    def _sizes(self, env) -> list:
+        """Every size a grade of ``env`` times here (public, and hidden when sealed)."""
+        if env.name not in self._sizes_of:
+            from pytest_nodus.grader.environment import load_hidden_sizes, sizes_to_grade
+
+            kind, hidden = self.device_choice().kind, ()
+            if self.options.sealed:
+                try:
+                    hidden = load_hidden_sizes(self.options.sealed_dir, env, kind)
+                except ValueError as exc:
+                    # Raised from collection_modifyitems: pytest then prints one ERROR line.
+                    self.usage_errors.append(f"pytest-nodus: {exc}")
+            self._sizes_of[env.name] = sizes_to_grade(env, kind, hidden)
+        return self._sizes_of[env.name]
 
     def pytest_collection_finish(self, session):
         # A run of the fuzz alone (-k fuzz) starts no expert beside it: none would be called.
@@ -208,7 +230,7 @@ class NodusSession:
         results = []
         for name, value in report.user_properties:
             if name == GRADED_PROPERTY:
-                self.expected[report.nodeid] = (value["size"], value["rerun"])
+                self.expected[report.nodeid] = (value["size"], value["rerun"], value.get("turn", 0))
             elif name == RESULT_PROPERTY:
                 results.append(value)  # one per attempt in a batch
         if results:
@@ -240,10 +262,12 @@ class NodusSession:
             # what did not run is counted, not failed. Only a failed size can stop a grade this way.
             not_graded, unfinished, never = len(unfinished) + len(never), [], []
         for nodeid in unfinished:
-            # A graded test with no verdict: its worker died or it errored before grading.
-            size_id, rerun = self.expected[nodeid]
-            self.results.append(_no_result(size_id, rerun, "this graded test produced no result (its worker died, "
-                                                           "or the grader raised: see the test's report)"))
+            # A graded test with no verdict: its worker died or it errored before grading. In
+            # a batch, its turn's attempts are the ones without one.
+            size_id, rerun, turn = self.expected[nodeid]
+            lost = _no_result(size_id, rerun, "this graded test produced no result (its worker died, or the grader "
+                                              "raised: see the test's report)")
+            self.results += [{**lost, ATTEMPT_KEY: i} for i in self.turns[turn]] if self.options.batch else [lost]
         if never:
             # Collected and never run (every worker that could have run them died): the grade
             # cannot vouch for them, whatever they were.
@@ -259,7 +283,7 @@ class NodusSession:
         standby.close(self.standby)  # a session that never reached its finish
 
     def _meta(self, submission: Path, not_graded: int, outside: dict) -> dict:
-        from pytest_nodus.grader import environment
+        from pytest_nodus.grader import environment, report
 
         device = self.device_choice()
         return {
@@ -272,14 +296,13 @@ class NodusSession:
             "wall_s": round(time.monotonic() - self.started, 3),
             "not_graded": not_graded,
             "outside_sizes": outside,
-            "grader": _grader_versions(),
+            "grader": report.grader_versions(),
         }
 
     def _finish_batch(self, session, not_graded: int, outside: dict) -> None:
         """One document per attempt, as its own grade would have written it, then the batch's
         rows and picture (``--nodus-json`` names their folder)."""
         from pytest_nodus.grader import batch_files, report
-        from pytest_nodus.grader.suite import ATTEMPT_KEY
 
         files = self.options.submissions
         per_attempt: list[list[dict]] = [[] for _ in files]
@@ -328,7 +351,9 @@ class NodusSession:
     def pytest_terminal_summary(self, terminalreporter):
         if self.rows:
             terminalreporter.write_sep("=", f"pytest-nodus batch: {len(self.rows)} attempts")
-            for line in _batch_lines(self.rows, self.options.json_path):
+            from pytest_nodus.grader.batch_files import terminal_lines
+
+            for line in terminal_lines(self.rows, self.options.json_path):
                 terminalreporter.write_line(line)
             return
         if self.document is None:
@@ -351,9 +376,10 @@ def _fuzz_first(items: list, graded: list) -> None:
     its compiler: seconds, grader/standby.py), finishes beside the fuzz's calls instead of
     holding up the first timed size. Verdicts do not depend on the order: every size is
     graded on inputs of its own, and the report lists sizes in its own order."""
-    def key(item) -> tuple[int, int]:
+    def key(item) -> tuple[int, int, int]:
         rerun = item.callspec.params.get("nodus_rerun", 0) if hasattr(item, "callspec") else 0
-        return rerun, 0 if item.originalname == _GRADED_TESTS[1] else 1
+        # A batch's turns one after the other (grader/turns.py): a turn's sandboxes live once.
+        return turns.turn_of(item), rerun, 0 if item.originalname == _GRADED_TESTS[1] else 1
 
     marked = set(map(id, graded))
     places = [i for i, item in enumerate(items) if id(item) in marked]
@@ -366,31 +392,6 @@ def _mixed(names: list[str]) -> str:
             "one: name its suite (pytest env_suites/NAME ...)")
 
 
-def _batch_lines(rows: list[dict], out: Path | None) -> list[str]:
-    width = max(len(Path(r["attempt"]).name) for r in rows)
-    lines = [f"{'#':>3} {'attempt':<{width}} {'status':<8} {'reward':>8} {'speedup':>8}  flags"]
-    for r in rows:
-        paid = "-" if r["reward"] is None else f"{r['reward']:.3f}"
-        speed = "-" if r["speedup"] is None else f"{r['speedup']:.3f}"
-        codes = ",".join(sorted({f["code"] for f in r["flags"]})) or "-"
-        lines.append(f"{r['index']:>3} {Path(r['attempt']).name:<{width}} {r['status']:<8} {paid:>8} {speed:>8}  {codes}")
-    if out is not None:
-        lines.append(f"grades, rows and picture: {out}/")
-    return lines
-
-
 def _no_result(size_id: str, rerun: int, detail: str) -> dict:
     return {"id": size_id, "kind": size_id.split("-", 1)[0], "rerun": rerun, "status": "error", "timed": True,
             "speedup": None, "flags": [{"size": size_id, "code": "no_result", "detail": detail}]}
-
-
-def _grader_versions() -> dict:
-    import torch
-
-    try:
-        import triton
-
-        triton_version = triton.__version__
-    except ImportError:
-        triton_version = None
-    return {"version": __version__, "torch": torch.__version__, "triton": triton_version}

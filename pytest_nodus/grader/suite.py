@@ -37,7 +37,8 @@ def name_graded_test(item) -> None:
     params = callspec.params if callspec is not None else {}
     size = params.get("nodus_size")
     item.user_properties.append((GRADED_PROPERTY, {"size": size.id if size is not None else "fuzz",
-                                                   "rerun": int(params.get("nodus_rerun", 0))}))
+                                                   "rerun": int(params.get("nodus_rerun", 0)),
+                                                   "turn": int(params.get("nodus_turn", 0))}))
 
 
 # Failures that can depend on the size, worth shrinking to the smallest size that still fails.
@@ -59,12 +60,14 @@ def _summary(result: SizeResult) -> str:
 
 
 class GradeRunner:
-    """Binds the worker's grader to one pytest item."""
+    """Binds the worker's grader to one pytest item and its turn's attempts (indices into the
+    batch's files: all of them unless the batch is graded in turns, grader/turns.py)."""
 
-    def __init__(self, grader, node, options):
+    def __init__(self, grader, node, options, attempts: list[int] | None = None):
         self.grader = grader
         self.node = node
         self.options = options
+        self.attempts = list(range(len(grader.roles))) if attempts is None else list(attempts)
 
     @property
     def batch(self) -> bool:
@@ -77,19 +80,20 @@ class GradeRunner:
         self.node.user_properties.append((RESULT_PROPERTY, payload))
 
     def _conclude(self, results: list[SizeResult]) -> None:
-        """Record every attempt's verdict; the test fails when any attempt's does."""
-        for attempt, result in enumerate(results):
+        """Record the turn's attempts' verdicts; the test fails when any attempt's does."""
+        for attempt, result in zip(self.attempts, results):
             self._record(result, attempt)
         if not self.batch:
             self._stop_if_final({f["code"] for f in results[0].flags})
-        failed = [(i, r) for i, r in enumerate(results) if r.status != "correct"]
+        failed = [(i, r) for i, r in zip(self.attempts, results) if r.status != "correct"]
         if failed:
             pytest.fail("\n".join((f"attempt {i} ({self.grader.pool.submissions[self.grader.roles[i]].name}): "
                                    if self.batch else "") + _summary(r) for i, r in failed), pytrace=False)
 
     def grade_size(self, env, size, rerun: int) -> list[SizeResult]:
+        self.grader.take_turn(self.attempts)
         results = self.grader.grade_size(env, size, self.node.nodeid, rerun)
-        for attempt, result in enumerate(results):
+        for attempt, result in zip(self.attempts, results):
             codes = {f["code"] for f in result.flags}
             if result.status in ("wrong", "error") and size.kind == "public" and not self.options.sealed \
                     and codes <= SHRINKABLE:
@@ -128,6 +132,7 @@ class GradeRunner:
 
     def fuzz_sizes(self, env, rerun: int) -> list[SizeResult]:
         """Each attempt's fuzzed sizes, drawn by Hypothesis from a seed of the grade's."""
+        self.grader.take_turn(self.attempts)
         summaries = self._fuzz_batch(env, rerun) if self.batch else [self._fuzz_one(env, rerun)]
         self._conclude(summaries)
         return summaries
@@ -169,7 +174,7 @@ class GradeRunner:
         leaves at its first failure, unshrunk. Hypothesis sees no failure, so it draws for
         every attempt the sizes that attempt's own grade would have drawn up to that failure:
         the verdicts are the separate grades'."""
-        attempts = list(range(len(self.grader.roles)))
+        attempts = self.attempts
         examples: dict[int, list[SizeResult]] = {i: [] for i in attempts}
         counter = itertools.count()
 

@@ -25,6 +25,9 @@ class FailingGrader:
         self.trials = 0
         self.pool = SimpleNamespace(submissions={role: SimpleNamespace(name=f"{role}.py") for role in self.roles})
 
+    def take_turn(self, attempts):
+        assert attempts == [0, 1]  # a batch that fits: one turn of both
+
     def grade_size(self, env, size, nodeid, rerun):
         wrong = SizeResult(id=size.id, kind=size.kind, rerun=rerun, dims=dict(size.dims), status="wrong",
                            flags=[{"size": size.id, "code": "wrong_values", "detail": "off"}])

@@ -1,6 +1,6 @@
 """Sandboxes' arenas, the GPU ledger's reservation and a batch's room are sized for the timed
 sizes a run selects (after -k), not for every size of the environment: a size never called
-holds no memory, and a batch graded at its small sizes is not refused for its largest."""
+holds no memory, and a batch graded at its small sizes is not split into turns for its largest."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _items(*ids):
 
 def _session(attempts: int) -> NodusSession:
     session = NodusSession.__new__(NodusSession)  # no pytest config: only the planning is under test
-    session.options = SimpleNamespace(batch=attempts > 1, submissions=["attempt.py"] * attempts)
+    session.options = SimpleNamespace(batch=attempts > 1, submissions=["attempt.py"] * attempts, batch_room=None)
     session.planned_dims = {ATTENTION.name: [size.dims for size in SIZES.values()]}
     session.usage_errors = []
     session.device = SimpleNamespace(kind="cuda")
@@ -44,10 +44,11 @@ def test_a_batch_at_small_sizes_fits_where_the_largest_would_not(monkeypatch):
     monkeypatch.setattr(gpu_ledger, "for_device", lambda device: Ledger("gpu0", capacity=H100))
     small = _session(3)
     small._plan_selected(_items("public-0"))  # 0.3 GB a call: three attempts fit
-    assert small.usage_errors == []
+    assert small.turns == [[0, 1, 2]]
     large = _session(3)
-    large._plan_selected(_items("public-0", "public-2"))  # 2.5 GB a call: one attempt per run on an H100
-    assert len(large.usage_errors) == 1 and "room for 1 attempts" in large.usage_errors[0]
+    large._plan_selected(_items("public-0", "public-2"))  # 2.5 GB a call: one attempt per turn on an H100
+    assert large.turns == [[0], [1], [2]]
+    assert small.usage_errors == large.usage_errors == []
 
 
 def test_a_run_that_selects_no_timed_size_plans_none():
