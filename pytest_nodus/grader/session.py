@@ -57,9 +57,9 @@ class NodusSession:
         # unless the batch is larger than its GPU holds at the selected sizes.
         self.turns: list[list[int]] = [list(range(len(options.submissions)))]
         self.yardsticks: dict[str, Path] = {}  # --nodus-against=starting_kernel: env name -> its starting kernel
-        # Graded tests by node id -> (size id, rerun, turn), as their setup reports name them
-        # (GRADED_PROPERTY), so a test whose worker died mid-test still counts.
-        self.expected: dict[str, tuple[str, int, int]] = {}
+        # Graded tests by node id -> (size id, rerun, attempts), as their setup reports name
+        # them (GRADED_PROPERTY), so a test whose worker died mid-test still counts.
+        self.expected: dict[str, tuple[str, int, list[int]]] = {}
         self.reported: set[str] = set()
         self.collected: set[str] = set()  # every test id collected (xdist: by the workers)
         self.ran: set[str] = set()  # every test id a report came back for
@@ -219,7 +219,7 @@ class NodusSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
         if self.options.submission is not None:
-            name_graded_test(item)
+            name_graded_test(item, self.turns)
             if self.first_test_at is None:
                 self.first_test_at = time.monotonic()
 
@@ -230,7 +230,7 @@ class NodusSession:
         results = []
         for name, value in report.user_properties:
             if name == GRADED_PROPERTY:
-                self.expected[report.nodeid] = (value["size"], value["rerun"], value.get("turn", 0))
+                self.expected[report.nodeid] = (value["size"], value["rerun"], value["attempts"])
             elif name == RESULT_PROPERTY:
                 results.append(value)  # one per attempt in a batch
         if results:
@@ -264,10 +264,10 @@ class NodusSession:
         for nodeid in unfinished:
             # A graded test with no verdict: its worker died or it errored before grading. In
             # a batch, its turn's attempts are the ones without one.
-            size_id, rerun, turn = self.expected[nodeid]
+            size_id, rerun, attempts = self.expected[nodeid]
             lost = _no_result(size_id, rerun, "this graded test produced no result (its worker died, or the grader "
                                               "raised: see the test's report)")
-            self.results += [{**lost, ATTEMPT_KEY: i} for i in self.turns[turn]] if self.options.batch else [lost]
+            self.results += [{**lost, ATTEMPT_KEY: i} for i in attempts] if self.options.batch else [lost]
         if never:
             # Collected and never run (every worker that could have run them died): the grade
             # cannot vouch for them, whatever they were.

@@ -27,10 +27,11 @@ RESULT_PROPERTY = "nodus_result"  # user property of its call report: the SizeRe
 ATTEMPT_KEY = "nodus_attempt"  # in a batch, which attempt a recorded SizeResult belongs to
 
 
-def name_graded_test(item) -> None:
-    """Name the size and rerun of a graded test in its reports from setup on: a worker that
-    dies during the call (or a fixture that fails) still leaves the controller knowing which
-    size is lost. Called before the test's fixtures are set up."""
+def name_graded_test(item, turns: list[list[int]]) -> None:
+    """Name the size, rerun and (a batch's) attempts of a graded test in its reports from setup
+    on: a worker that dies during the call (or a fixture that fails) still leaves the
+    controller, which plans no turns of its own, knowing which size of whose is lost. Called
+    before the test's fixtures are set up."""
     if item.get_closest_marker(GRADED_MARKER) is None:
         return
     callspec = getattr(item, "callspec", None)
@@ -38,7 +39,7 @@ def name_graded_test(item) -> None:
     size = params.get("nodus_size")
     item.user_properties.append((GRADED_PROPERTY, {"size": size.id if size is not None else "fuzz",
                                                    "rerun": int(params.get("nodus_rerun", 0)),
-                                                   "turn": int(params.get("nodus_turn", 0))}))
+                                                   "attempts": turns[int(params.get("nodus_turn", 0))]}))
 
 
 # Failures that can depend on the size, worth shrinking to the smallest size that still fails.
