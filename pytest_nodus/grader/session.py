@@ -171,21 +171,23 @@ class NodusSession:
     def _plan_selected(self, graded: list) -> None:
         """Arenas, the GPU ledger's reservation and a batch's room are sized for the timed sizes
         this run grades: a size deselected by -k is never called, and sizing every sandbox for
-        the largest one would refuse batches (and hold memory) for nothing."""
+        the largest one would split batches into turns (and hold memory) for nothing. A run of
+        the fuzz alone sizes a batch's turns for every timed size: its draws are as large."""
         selected: dict[str, list] = {}
         envs = {}
         for item in graded:
             env = getattr(item.cls, "environment", None)
             size = getattr(getattr(item, "callspec", None), "params", {}).get("nodus_size")
-            if env is not None and size is not None:
+            if env is not None:
                 envs[env.name] = env
-                if size.dims not in selected.setdefault(env.name, []):
-                    selected[env.name].append(size.dims)
+            if env is not None and size is not None and size.dims not in selected.setdefault(env.name, []):
+                selected[env.name].append(size.dims)
         for name in self.planned_dims:
             self.planned_dims[name] = selected.get(name, [])
         if self.options.batch and envs:  # one environment per grade: a mixed run is refused below
             env = next(iter(envs.values()))
-            self.turns = turns.plan(len(self.options.submissions), self._room(env, selected[env.name]))
+            planned = selected.get(env.name) or [s.dims for s in self._sizes(env)]
+            self.turns = turns.plan(len(self.options.submissions), self._room(env, planned))
 
     def _room(self, env, planned: list) -> int:
         return turns.room(env, planned, len(self.options.submissions), self.device_choice(), self.options.batch_room)
