@@ -343,8 +343,7 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
     # The runs still owed: the attention batch of 16 at public-0 in one pytest run, in the
-    # grader's turns (against the 144.8 s of six runs and 245.0 s of separate grades,
-    # docs/batch.md), then with its first calls side by side, then the moe environment under
+    # grader's turns (against the batch in six runs and the separate grades, docs/batch.md), then with its first calls side by side, then the moe environment under
     # the heap's renewal rule (its expert and solution sealed, its starting kernel, its
     # cheats). More than one device call holds: run them one by one.
     BATCH_TURNS=1 BATCH_K="public-0" bash "$0" batch_attention

@@ -46,7 +46,7 @@ def nodus_grade(request, _nodus_session, nodus_turn):
         grader.call_timeout_override = _nodus_session.options.call_timeout
     if _nodus_session.options.gpu_wait is not None:
         grader.gpu_wait_s = _nodus_session.options.gpu_wait
-    return GradeRunner(grader, request.node, _nodus_session.options, _nodus_session.turn_attempts(nodus_turn))
+    return GradeRunner(grader, request.node, _nodus_session.options, _nodus_session.turns[nodus_turn])
 
 
 def pytest_configure(config):

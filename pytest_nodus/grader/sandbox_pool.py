@@ -93,7 +93,7 @@ class SandboxPool:
         """Kill the sandboxes of the roles ``leaving`` (a batch's turn that ended: grader/turns.py),
         all stopped before any is waited for, as in :meth:`close`; a role's next start is a
         fresh one."""
-        keys = [key for key in [*self._sandboxes, *self._launched] if key[0] in leaving]
+        keys = {key for key in [*self._sandboxes, *self._launched] if key[0] in leaving}
         every = [box for key in keys for box in (self._sandboxes.pop(key, None), self._launched.pop(key, None)) if box]
         for sandbox in every:
             sandbox.stop()

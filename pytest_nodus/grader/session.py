@@ -77,9 +77,6 @@ class NodusSession:
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
-    def turn_attempts(self, turn: int) -> list[int]:
-        return self.turns[turn]
-
     def device_choice(self):
         if self.device is None:
             from pytest_nodus.grader import devices
