@@ -61,7 +61,9 @@
 #                                        # streams and memory (two sizes each), the moe expert as a trusted submission,
 #                                        # the attention solution trusted (its claims kept) at public-2 and hidden-4
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
-#                                        # (PHASES_TWICE=1: each again on the warm host)
+#                                        # (PHASES_TWICE=1: each again on the warm host; PHASES_BEFORE=FILE: that
+#                                        # attention file last, for an A/B of two solutions; PHASES_ONLY=rmsnorm
+#                                        # or attention: that environment alone)
 #   bash tools/gpu_check.sh attention_picks  # attention solution: each size's first call, its autotuners' picks
 #                                        # and every candidate's time (tools/probes/attention_picks.py)
 #   bash tools/gpu_check.sh call_memory  # the moe and attention experts' GPU memory per sealed size and at
@@ -286,7 +288,7 @@ for MODE in "${@:-quick}"; do
       # One pytest run for the 16: the grader splits them into turns of what the GPU holds
       # (grader/turns.py), the expert's sandbox and set-up shared by every turn.
       t0=$(date +%s.%N); left=$(( NODUS_DEADLINE - $(date +%s) ))
-      timeout $left python3 -m pytest env_suites/attention_backward -q -p no:cacheprovider -v \
+      timeout $left python3 -m pytest env_suites/attention_backward -p no:cacheprovider -v \
         --nodus-submission=$folder --nodus-json=$WORK/turns --nodus-call-timeout=60 \
         $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) \
         $([ -n "${BATCH_WARM:-}" ] && echo --nodus-warm-together) ${BATCH_K:+-k "$BATCH_K"} > $WORK/turns.log 2>&1
@@ -376,11 +378,15 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     # PHASES_TWICE=1 grades each again at once: the second finds the host warm (the page cache,
     # the grader's Triton cache, the expert's compile cache), as a pipeline's grading host is
     # after its first grade; the submission compiles anew in its own sandbox either way.
+    # PHASES_BEFORE=<file> then grades that attention file too, on the host as warm: an earlier
+    # solution against today's, the compiles of each its own.
     for pass in 1 ${PHASES_TWICE:+2}; do
       suffix=$([ $pass = 2 ] && echo _warm)
-      grade rmsnorm phases_rmsnorm$suffix expert/rmsnorm/solution.py $SEALED
-      grade attention_backward phases_attention$suffix expert/attention_backward/solution.py $SEALED
-    done ;;
+      [ "${PHASES_ONLY:-rmsnorm}" = rmsnorm ] && grade rmsnorm phases_rmsnorm$suffix expert/rmsnorm/solution.py $SEALED
+      [ "${PHASES_ONLY:-attention}" = attention ] && grade attention_backward phases_attention$suffix \
+        expert/attention_backward/solution.py $SEALED
+    done
+    [ -n "${PHASES_BEFORE:-}" ] && grade attention_backward phases_attention_before "$PHASES_BEFORE" $SEALED ;;
   compile_ahead)
     # The attention solution with its autotuning candidates compiled side by side
     # (COMPILE_AHEAD), then as it is, one sealed rerun each, alone: calls_first is the figure.

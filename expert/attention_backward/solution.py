@@ -75,8 +75,8 @@ def _document_tables(cu_ptr, doc_ptr, start_ptr, end_ptr, BLOCK: tl.constexpr):
         tl.store(end_ptr + t, end + tl.zeros([BLOCK], tl.int32), mask=inside)
 
 
-@triton.jit
-def _delta(o_ptr, do_ptr, delta_ptr, T, HQ: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["T", "HQ"])
+def _delta(o_ptr, do_ptr, delta_ptr, T, HQ, D: tl.constexpr, BLOCK: tl.constexpr):
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     head = tl.program_id(1)
     inside = rows < T
@@ -159,6 +159,11 @@ def _by_head_dim(small, large):
 # reaches (the window) and how many tiles there are (the length). Powers of two, so that the
 # fuzzed sizes of a grade tune a handful of times, not once each.
 _KEY = ["D", "GROUP", "T_CLASS", "WINDOW_CLASS"]
+# The length, the window, the head counts and the autotuners' classes are plain arguments,
+# never specialised on (Triton compiles an integer apart when it is 1 or a multiple of 16):
+# otherwise a grade's every new head layout, window or odd length compiles every kernel anew,
+# about 2 s a size on an H100, where the code depends on the head dim alone.
+_UNSPECIALISED = ["T", "window", "T_CLASS", "WINDOW_CLASS", "HQ", "HKV", "GROUP"]
 
 
 def _classes(t: int, window: int) -> dict:
@@ -182,11 +187,11 @@ _DQ_SMALL = [(64, 32, 4, 2)]
 _DQ_LARGE = [(128, 32, 8, 2), (64, 64, 4, 2), (64, 32, 4, 1)]
 
 
-@triton.jit
+@triton.jit(do_not_specialize=_UNSPECIALISED + ["kv_head0", "SLOTS", "DS_ROWS"])
 def _dkdv_tiles(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, end_ptr, dk_ptr, dv_ptr,
                 ds_ptr, T, window, scale, scale_log2, kv_head0, SLOTS, DS_ROWS,
                 T_CLASS, WINDOW_CLASS,  # for the autotuners' key
-                HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr,
+                HQ, HKV, GROUP,
                 D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                 MASK_EVERY_TILE: tl.constexpr = False, LOADS_TMA: tl.constexpr = False,
                 STORE_DS: tl.constexpr = False, DS_TMA: tl.constexpr = True):
@@ -256,9 +261,9 @@ _dkdv = triton.autotune(configs=_configs(_DKDV_SMALL + _DKDV_LARGE), key=_KEY,
 
 @triton.autotune(configs=_configs(_DQ_SMALL + _DQ_LARGE), key=_KEY,
                  prune_configs_by=_by_head_dim(_DQ_SMALL, _DQ_LARGE))
-@triton.jit
+@triton.jit(do_not_specialize=_UNSPECIALISED)
 def _dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, doc_ptr, start_ptr, dq_ptr, T, window, scale,
-        scale_log2, T_CLASS, WINDOW_CLASS, HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
+        scale_log2, T_CLASS, WINDOW_CLASS, HQ, HKV, GROUP, D: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK_EVERY_TILE: tl.constexpr = False,
         LOADS_TMA: tl.constexpr = False, LAST_ROWS_FIRST: tl.constexpr = False):
     """dQ for one block of queries of one head, the streamed K and V tiles by TMA with LOADS_TMA;
@@ -321,9 +326,9 @@ _dkdv_ds = triton.autotune(configs=_configs(_STORED_SMALL + _STORED_LARGE), key=
 
 @triton.autotune(configs=_configs(_DQ_DS_SMALL + _DQ_DS_LARGE), key=_KEY,
                  prune_configs_by=_by_head_dim(_DQ_DS_SMALL, _DQ_DS_LARGE))
-@triton.jit
+@triton.jit(do_not_specialize=_UNSPECIALISED + ["head0", "SLOTS", "DS_ROWS"])
 def _dq_from_ds(ds_ptr, k_ptr, start_ptr, dq_ptr, T, window, scale, head0, SLOTS, DS_ROWS, T_CLASS, WINDOW_CLASS,
-                HQ: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
+                HQ, HKV, GROUP, D: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LAST_ROWS_FIRST: tl.constexpr = False):
     """dQ for one block of queries of one head (``head0`` + the program's second index) from
     the dS^T tiles _dkdv_tiles stored: dQ = scale * sum over its key blocks of dS K."""
@@ -380,14 +385,14 @@ def _g_tile_masked(doc_ptr, start_m, start_n, BLOCK_M: gl.constexpr, BLOCK_N: gl
 
 
 @gluon.jit
-def _g_visit(j, n_m, begin_m, kv_head, GROUP: gl.constexpr, BLOCK_M: gl.constexpr):
+def _g_visit(j, n_m, begin_m, kv_head, GROUP, BLOCK_M: gl.constexpr):
     """Visit ``j`` of a program's walk: (query head, first query row). Heads outer, as in
     _dkdv_tiles."""
     return kv_head * GROUP + j // n_m, begin_m + (j % n_m) * BLOCK_M
 
 
 @gluon.jit
-def _g_store_keys(ptr, acc, start_n, kv_head, T, HKV: gl.constexpr, D: gl.constexpr, BLOCK_N: gl.constexpr,
+def _g_store_keys(ptr, acc, start_n, kv_head, T, HKV, D: gl.constexpr, BLOCK_N: gl.constexpr,
                   acc_layout: gl.constexpr):
     """A [BLOCK_N, D] accumulator as bf16 rows of one KV head of a [T, HKV, D] gradient."""
     keys = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
@@ -397,7 +402,7 @@ def _g_store_keys(ptr, acc, start_n, kv_head, T, HKV: gl.constexpr, D: gl.conste
 
 @gluon.jit
 def _g_loader(q_desc, do_desc, k_desc, v_desc, k_smem, v_smem, q_bufs, do_bufs, kv_ready, ready, empty, start_n,
-              kv_head, begin_m, n_m, GROUP: gl.constexpr, D: gl.constexpr, BLOCK_M: gl.constexpr,
+              kv_head, begin_m, n_m, GROUP, D: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
     """The producer: K and V once, then Q and dO of every visit into the ring, in order (rows
     past T arrive as zeros)."""
@@ -416,7 +421,7 @@ def _g_loader(q_desc, do_desc, k_desc, v_desc, k_smem, v_smem, q_bufs, do_bufs, 
 
 @gluon.jit
 def _g_scores_dv(k_smem, q_bufs, do_bufs, p_smem, kv_ready, ready, empty, p_full, p_empty, lse_ptr, doc_ptr, dv_ptr,
-                 start_n, kv_head, begin_m, n_m, T, window, scale_log2, HKV: gl.constexpr, GROUP: gl.constexpr,
+                 start_n, kv_head, begin_m, n_m, T, window, scale_log2, HKV, GROUP,
                  D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                  s_layout: gl.constexpr, acc_layout: gl.constexpr):
     """First consumer: P^T of every visit (masked where the tile needs it) into ``p_smem`` for
@@ -455,7 +460,7 @@ def _g_scores_dv(k_smem, q_bufs, do_bufs, p_smem, kv_ready, ready, empty, p_full
 @gluon.jit
 def _g_grads_dk(v_smem, q_bufs, do_bufs, p_smem, ds_smem, ds_desc, kv_ready, ready, empty, p_full, p_empty, delta_ptr,
                 start_ptr, dk_ptr, start_n, kv_head, kv_head0, begin_m, n_m, T, window, scale, SLOTS,
-                HKV: gl.constexpr, GROUP: gl.constexpr, D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                HKV, GROUP, D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                 STAGES: gl.constexpr, s_layout: gl.constexpr, acc_layout: gl.constexpr):
     """Second consumer: dP^T = V dO^T, dS^T = P^T (dP^T - delta), stored to its tile of the dS
     buffer (_ds_tile) and dK += dS^T Q; dK written at the end, scaled."""
@@ -492,9 +497,9 @@ def _g_grads_dk(v_smem, q_bufs, do_bufs, p_smem, ds_smem, ds_desc, kv_ready, rea
     _g_store_keys(dk_ptr, dk * scale, start_n, kv_head, T, HKV, D, BLOCK_N, acc_layout)
 
 
-@gluon.jit
+@gluon.jit(do_not_specialize=["T", "window", "kv_head0", "SLOTS", "HKV", "GROUP"])
 def _dkdv_gluon(q_desc, do_desc, k_desc, v_desc, ds_desc, lse_ptr, delta_ptr, doc_ptr, start_ptr, end_ptr, dk_ptr,
-                dv_ptr, T, window, scale, scale_log2, kv_head0, SLOTS, HKV: gl.constexpr, GROUP: gl.constexpr,
+                dv_ptr, T, window, scale, scale_log2, kv_head0, SLOTS, HKV, GROUP,
                 D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                 CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     """_dkdv_tiles with STORE_DS, warp-specialised: the same walk, the same dS tiles."""
@@ -632,7 +637,9 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     hkv = k.shape[1]
     group = hq // hkv
     documents = cu_seqlens.numel() - 1
-    tables = torch.empty(3, t, dtype=torch.int32, device=q.device)  # document id, start, end per token
+    # Document id, start and end per token, each row 64-byte aligned whatever T is: Triton
+    # compiles apart for a pointer that is not 16-byte aligned.
+    tables = torch.empty(3, triton.cdiv(t, 16) * 16, dtype=torch.int32, device=q.device)
     _document_tables[(documents,)](cu_seqlens, tables[0], tables[1], tables[2], BLOCK=1024)
     delta = torch.empty(hq, t, dtype=torch.float32, device=q.device)
     _delta[(triton.cdiv(t, 64), hq)](o, do, delta, t, HQ=hq, D=d, BLOCK=64)
@@ -652,7 +659,7 @@ def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     dq_args = (q, k, v, do, lse, delta, tables[0], tables[1], dq, t, window, scale, scale * LOG2E)
     dkdv_kwargs = dict(LOADS_TMA=LOADS_BY_TMA, **common)
     dq_kwargs = dict(LAST_ROWS_FIRST=DQ_LAST_ROWS_FIRST, LOADS_TMA=LOADS_BY_TMA, **common)
-    ahead = (t % 16 == 0, LOADS_BY_TMA, *common.values())  # what the compiled kernels are specialised on
+    ahead = (LOADS_BY_TMA, *common.values())  # a superset of what the kernels and the autotuners' keys depend on
     if COMPILE_AHEAD and q.is_cuda and ahead not in _AHEAD:
         _AHEAD.add(ahead)
         _compile_ahead([(_dkdv, dkdv_args, dkdv_kwargs), (_dq, dq_args, dq_kwargs)])
@@ -693,7 +700,7 @@ def _stored_ds(dkdv_args, k, start, dq, plan, window, scale, common) -> None:
         return ((*dkdv_args, buffer, t, window, scale, scale * LOG2E, h0, slots, rows),
                 (buffer, k, start, dq, t, window, scale, h0 * group, slots, rows))
 
-    ahead = ("stored", t % 16 == 0, LOADS_BY_TMA, DS_BY_TMA, *common.values())
+    ahead = ("stored", LOADS_BY_TMA, DS_BY_TMA, *common.values())
     if COMPILE_AHEAD and dq.is_cuda and ahead not in _AHEAD:
         _AHEAD.add(ahead)
         dkdv_first, dq_first = arguments(buffers[0], 0)
