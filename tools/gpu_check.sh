@@ -274,11 +274,17 @@ for MODE in "${@:-quick}"; do
     # Issue 24: 16 attention attempts in batches, each against one expert run (the solution, the
     # starting kernel, the correct styles, 12 cheats), then, with BATCH_SEPARATE=1, each alone
     # with the same --nodus-seed to compare verdicts (local grades: a sealed one draws a secret
-    # seed). BATCH_SEALED=1 grades the batch sealed instead, for its wall time; BATCH_WARM=1
+    # seed). BATCH_SEALED=1 grades both ways sealed instead (no shrinking: a pipeline's grades;
+    # each sealed grade draws its own seed, so the verdicts, not the inputs, compare); BATCH_WARM=1
     # adds --nodus-warm-together (the attempts' first calls side by side). BATCH_K="-k expr"
     # grades the same sizes both ways (a whole grade per attempt does not fit one device
     # call); BATCH_PART=batch or separate runs one half (two calls on a warm machine);
     # BATCH_TURNS=1 grades the batch in one pytest run, in the grader's own turns.
+    # BATCH_PRIME=1 first grades the solution alone (its grade kept apart as prime_solution), so
+    # that the batch and the separate grades after it all meet a warm host (the grader's
+    # Triton cache, the expert's cuDNN plans).
+    [ -n "${BATCH_PRIME:-}" ] && grade attention_backward prime_solution expert/attention_backward/solution.py \
+      $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) ${BATCH_K:+-k "$BATCH_K"}
     folder=$WORK/attempts; mkdir -p $folder
     cp expert/attention_backward/solution.py $folder/solution.py
     cp env_suites/attention_backward/starting_kernel.py $folder/starting_kernel.py
@@ -322,8 +328,8 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     if [ -n "${BATCH_SEPARATE:-}" ] || [ "${BATCH_PART:-}" = separate ]; then
       t0=$(date +%s.%N)
       for f in $folder/*.py; do
-        grade attention_backward alone_$(basename $f .py) $f --nodus-seed=${BATCH_SEED:-7} --nodus-call-timeout=60 \
-          ${BATCH_K:+-k "$BATCH_K"}
+        grade attention_backward alone_$(basename $f .py) $f --nodus-call-timeout=60 \
+          $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) ${BATCH_K:+-k "$BATCH_K"}
       done
       echo "$(ls $folder | wc -l) separate grades: wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
     fi ;;
