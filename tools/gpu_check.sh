@@ -60,6 +60,8 @@
 #                                        # thread and workspace styles (3 sealed reruns), the cheats of outputs,
 #                                        # streams and memory (two sizes each), the moe expert as a trusted submission,
 #                                        # the attention solution trusted (its claims kept) at public-2 and hidden-4
+#   bash tools/gpu_check.sh expert_gap   # the attention expert against itself, 2 reruns at public-3 and hidden-0,
+#                                        # its plans built in its own process, then loaded from the store
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #                                        # (PHASES_TWICE=1: each again on the warm host; PHASES_BEFORE=FILE: that
 #                                        # attention file last, for an A/B of two solutions; PHASES_ONLY=rmsnorm
@@ -379,6 +381,30 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     # pools reaches the timed window.
     grade attention_backward attn_solution_claims expert/attention_backward/solution.py $SEALED --nodus-trusted \
       --nodus-reruns=3 -k "public-2 or hidden-4" ;;
+  expert_gap)
+    # The attention expert graded against itself loses about 8% in the first rerun at public-3
+    # and hidden-0 only (docs/results/attention_backward.md). Two sealed grades of two reruns
+    # at those sizes: the expert role's cuDNN plans built in its own process (the plan store
+    # emptied first), then loaded from the store the first grade filled. Speedup per size and
+    # rerun, and each role's median call.
+    rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/pytest-nodus/expert/cudnn-plans"
+    grade attention_backward gap_plans_built expert/attention_backward/expert_cuda.py $SEALED --nodus-trusted \
+      --nodus-reruns=2 -k "public-3 or hidden-0"
+    grade attention_backward gap_plans_loaded expert/attention_backward/expert_cuda.py $SEALED --nodus-trusted \
+      --nodus-reruns=2 -k "public-3 or hidden-0"
+    python3 - $WORK/gap_plans_built.json $WORK/gap_plans_loaded.json <<'PY'
+import json, os, statistics, sys
+for path in sys.argv[1:]:
+    if not os.path.exists(path):
+        continue
+    for s in json.load(open(path))["sizes"]:
+        if s.get("speedup") is not None:
+            calls = s["timed_calls"]
+            med = {r: statistics.median(c["t_stream_ms"] for c in calls[r]) for r in ("expert", "submission")}
+            print(f"{os.path.basename(path)[:-5]:18s} {s['id'][:10]} r{s['rerun']} {s['speedup']:.3f}x "
+                  f"expert {med['expert']:.3f} ms submission {med['submission']:.3f} ms")
+PY
+    ;;
   phases)
     # One grade at a time, nothing beside them: their phases are issue 24's before/after figures.
     # PHASES_TWICE=1 grades each again at once: the second finds the host warm (the page cache,
