@@ -458,7 +458,7 @@ PY
     # Agreement and seconds of the plain and the fused (Triton, tensor-core) references per
     # sealed size, then each solution graded, one rerun, alone: the grader cross-checks the
     # two at each shape's first call and keeps the faster, and the grades' inputs and
-    # reference phases are the figures (docs/throughput.md).
+    # reference phases are the figures (docs/results/throughput.md).
     for env in chunked_prefill attention_backward; do
       python3 tools/probes/exact_references.py $env --sealed sealed_fixtures --require 1e-5 2>&1 |
         tee -a "$WORK/exact_references.txt"

@@ -4,7 +4,7 @@ Runs only in the grader. A submission's sandbox starts again within a grade when
 needs a larger arena (a fuzzed size past the timed ones) or after a crash; its Triton and
 inductor caches live in its scratch (``sandbox_env``), which the old sandbox's close removes,
 so its next first call at every size would compile again: seconds per size for a kernel that
-specialises on its shapes (docs/throughput.md).
+specialises on its shapes (docs/results/throughput.md).
 
 The caches are the submission's own output and go back only to the same attempt's next
 sandbox, which runs under the same uid (``sandbox_spawn.spawn(uid=...)``), so its files are

@@ -4,7 +4,7 @@ on the GPU hold it.
 Several grades may share one GPU (an RL pipeline's batch, ``tools/gpu_check.sh``'s lanes), and
 together they can ask for more than it has: each grade holds its references, pristine copies
 and two sandboxes' arenas for minutes, and three attention-sized grades are enough to fill an
-H200's 139 GiB (docs/throughput.md). The
+H200's 139 GiB (docs/results/throughput.md). The
 grade whose allocation meets the shortage did nothing wrong and neither did its submission, so
 the size waits for other grades to end and is graded again from fresh inputs; only past
 ``--nodus-gpu-wait`` is it ``grader_out_of_memory``. Runs only in the grader.

@@ -1,7 +1,7 @@
 """Sandboxes spawned as pytest configures, so that their start-up overlaps the grader's.
 
 A sandbox's interpreter spends most of its start importing torch (about 4 s on the H200:
-docs/throughput.md), and so does the grading process as it collects the environment. Spawned
+docs/results/throughput.md), and so does the grading process as it collects the environment. Spawned
 at configure (``grader/sandbox_spawn.py``: inside their walls, told only their role), the
 sandboxes every grade starts (each attempt's, and the expert's unless ``--nodus-fail-fast``
 starts it only once a submission has passed a call) import beside the grader, and the pool
@@ -13,7 +13,7 @@ not when pytest only collects or prints its help.
 
 On a GPU the expert's standby also imports torch.compile's modules (``TRUSTED_PRELOAD``):
 the rmsnorm and MoE experts compile, and their files' load spent seconds importing dynamo
-and inductor on the grade's wall (docs/throughput.md). The standby is spawned before the
+and inductor on the grade's wall (docs/results/throughput.md). The standby is spawned before the
 environment is known, so a cuDNN expert imports them too, unused: CPU time on a grading
 host's spare cores beside the grader's own start-up. Not on the CPU, whose experts do not
 compile, and where the sandbox sets Triton's interpreter mode only once it is launched.
@@ -40,7 +40,7 @@ def wanted(config, options: Options) -> list[str]:
 
 
 # dynamo (torch.compile's tracer) and inductor's compile_fx: seconds of imports that a
-# compiling expert's file otherwise pays in its load (figures: docs/throughput.md).
+# compiling expert's file otherwise pays in its load (figures: docs/results/throughput.md).
 TRUSTED_PRELOAD = ("torch._dynamo", "torch._inductor.compile_fx")
 
 
