@@ -330,6 +330,8 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     if [ -n "${BATCH_SEPARATE:-}" ] || [ "${BATCH_PART:-}" = separate ]; then
       t0=$(date +%s.%N)
       for f in $folder/*.py; do
+        # BATCH_ALONE="stem ...": only those attempts alone (a sample, where the call's time is short).
+        [ -n "${BATCH_ALONE:-}" ] && ! [[ " $BATCH_ALONE " == *" $(basename $f .py) "* ]] && continue
         grade attention_backward alone_$(basename $f .py) $f --nodus-call-timeout=60 \
           $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) ${BATCH_K:+-k "$BATCH_K"}
       done
