@@ -80,16 +80,17 @@ def _captured(fn: JITFunction, args: tuple, kwargs: dict):
     signature, constexprs, attrs = {}, {}, {}
     for i, name in enumerate(fn.arg_names):
         value = bound.get(name, fn.params[i].default)
+        specialised = not getattr(fn.params[i], "do_not_specialize", False)
         if fn.params[i].is_constexpr or value is None:
             signature[name], constexprs[name] = "constexpr", value
-        elif isinstance(value, int) and not isinstance(value, bool) and value == 1:
+        elif isinstance(value, int) and not isinstance(value, bool) and value == 1 and specialised:
             signature[name], constexprs[name] = "constexpr", 1  # Triton specialises on 1
         else:
             signature[name] = _arg_type(value)
             if signature[name] is None:
                 raise TypeError(f"{fn.__name__}: argument '{name}' of type {type(value).__name__} is not handled")
             aligned = (isinstance(value, torch.Tensor)) or (isinstance(value, int) and value % 16 == 0)
-            if aligned and not getattr(fn.params[i], "do_not_specialize", False):
+            if aligned and specialised:
                 attrs[(i,)] = [["tt.divisibility", 16]]
     options = {k: kwargs[k] for k in LAUNCH_OPTIONS if k in kwargs}
     return signature, constexprs, attrs, options
@@ -143,8 +144,9 @@ def _load(path: Path):
     return module
 
 
-def _launches(env, module, dims, forced: dict) -> tuple[list, str]:
-    """The kernel file's launches at ``dims``, and on which tensors its host code ran."""
+def _launches(env, module, dims, forced: dict, arguments=None) -> tuple[list, str]:
+    """The kernel file's launches at ``dims``, and on which tensors its host code ran;
+    ``arguments``: the call's, where the caller made them (else the environment's, on the CPU)."""
     launches = []
 
     def force(fn, kwargs):
@@ -160,19 +162,45 @@ def _launches(env, module, dims, forced: dict) -> tuple[list, str]:
         for config in configs:
             launches.append((self.fn, _captured(self.fn, a, force(self.fn, {**kw, **config.all_kwargs()}))))
 
-    fresh = nodus_inputs.make_inputs(env, dims, 11, torch.device("cpu"))
-    arguments = [fresh[spec.name] for spec in env.contract.inputs]
-    JITFunction.run, Autotuner.run = capture, capture_tuned
+    if arguments is None:
+        fresh = nodus_inputs.make_inputs(env, dims, 11, torch.device("cpu"))
+        arguments = [fresh[spec.name] for spec in env.contract.inputs]
 
     def run(args):
         launches.clear()
         module.kernel(*(module.prepare(*args) if hasattr(module, "prepare") else args))
         return launches
 
+    originals = JITFunction.run, Autotuner.run
+    JITFunction.run, Autotuner.run = capture, capture_tuned
     try:
-        return run([a.to("meta") if isinstance(a, torch.Tensor) else a for a in arguments]), "meta"
-    except Exception:  # noqa: BLE001  an op with no meta implementation (bincount, .item()): on the CPU then
-        return run(arguments), "cpu"
+        try:
+            return run([a.to("meta") if isinstance(a, torch.Tensor) else a for a in arguments]), "meta"
+        except Exception:  # noqa: BLE001  an op with no meta implementation (bincount, .item()): on the CPU then
+            return run(arguments), "cpu"
+    finally:
+        JITFunction.run, Autotuner.run = originals  # a caller in the same process launches for real after
+
+
+def load_for_the_gpu(path: Path, sets=()):
+    """The kernel file as a module, each ``NAME=EXPR`` of ``sets`` assigned in it, whose tile
+    tables (``GPU_BRANCH``) then answer for the GPU."""
+    module = _load(path)
+    for assignment in sets:
+        name, _, expr = assignment.partition("=")
+        setattr(module, name.strip(), eval(expr, vars(module)))
+    for name in GPU_BRANCH:
+        if callable(table := getattr(module, name, None)):
+            setattr(module, name, _on_the_gpu(table))
+    return module
+
+
+def variants(env, module, dims, arguments=None) -> set[tuple[str, str]]:
+    """What Triton's JIT would compile for the launches at ``dims`` (on ``arguments`` where
+    given): (kernel, specialisation) pairs, one per binary. Two sizes whose sets are equal
+    share every compiled kernel."""
+    launches, _ = _launches(env, module, dims, {}, arguments)
+    return {(fn.__name__, repr(launch)) for fn, launch in launches}
 
 
 def main(argv=None) -> int:
@@ -193,13 +221,7 @@ def main(argv=None) -> int:
         sizes.update({f"hidden-{i}": d for i, d in enumerate(load_hidden_sizes(args.sealed, env, "cuda"))})
     if args.size not in sizes:
         parser.error(f"no size '{args.size}'; known: {', '.join(sizes)}")
-    module = _load(args.kernel)
-    for assignment in args.set:
-        name, _, expr = assignment.partition("=")
-        setattr(module, name.strip(), eval(expr, vars(module)))
-    for name in GPU_BRANCH:
-        if callable(table := getattr(module, name, None)):
-            setattr(module, name, _on_the_gpu(table))
+    module = load_for_the_gpu(args.kernel, args.set)
     forced = {name.strip(): eval(expr) for name, _, expr in (c.partition("=") for c in args.constexpr)}
     launches, where = _launches(env, module, sizes[args.size], forced)
     branch = "meta tensors (its non-CPU branch)" if where == "meta" else \
