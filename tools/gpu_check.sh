@@ -51,8 +51,8 @@
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too;
 #                                        # BATCH_TURNS=1: all 16 in one pytest run, in the grader's turns)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
-#   bash tools/gpu_check.sh owed         # the runs still owed: the attention batch in turns (with and without
-#                                        # its first calls side by side), moe
+#   bash tools/gpu_check.sh owed         # the runs still owed: the expert's first-rerun gap, the sealed batch
+#                                        # in turns against its attempts alone, moe
 #   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap as the
 #                                        # harness runs it, and with its pools and routes kept across calls; the moe
 #                                        # expert plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
@@ -354,12 +354,12 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_solution expert/rmsnorm/solution.py --nodus-seed=11
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
-    # The runs still owed: the attention batch of 16 at public-0 in one pytest run, in the
-    # grader's turns (against the batch in six runs and the separate grades, docs/batch.md), then with its first calls side by side, then the moe environment under
-    # the heap's renewal rule (its expert and solution sealed, its starting kernel, its
-    # cheats). More than one device call holds: run them one by one.
-    BATCH_TURNS=1 BATCH_K="public-0" bash "$0" batch_attention
-    BATCH_TURNS=1 BATCH_WARM=1 BATCH_K="public-0" bash "$0" batch_attention
+    # The runs still owed (docs/batch.md, docs/results/attention_backward.md): the attention
+    # expert's first-rerun gap, plans built against loaded; the batch of 16 sealed at public-0
+    # in one run (turns, first calls side by side) against each attempt sealed alone; then the
+    # moe environment. More than one device call holds: run them one by one.
+    bash "$0" expert_gap
+    BATCH_PRIME=1 BATCH_SEALED=1 BATCH_TURNS=1 BATCH_WARM=1 BATCH_SEPARATE=1 BATCH_K="public-0" bash "$0" batch_attention
     bash "$0" moe ;;
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
