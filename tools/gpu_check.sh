@@ -335,7 +335,7 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
         grade attention_backward alone_$(basename $f .py) $f --nodus-call-timeout=60 \
           $([ -n "${BATCH_SEALED:-}" ] && echo $SEALED || echo --nodus-seed=${BATCH_SEED:-7}) ${BATCH_K:+-k "$BATCH_K"}
       done
-      echo "$(ls $folder | wc -l) separate grades: wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
+      echo "$(ls $WORK/alone_*.log 2>/dev/null | wc -l) separate grades: wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
     fi ;;
   batch_leftovers)
     # A batch whose cheats leave GPU work running after their calls (grader/grading.py,
