@@ -161,8 +161,8 @@ def _by_head_dim(small, large):
 _KEY = ["D", "GROUP", "T_CLASS", "WINDOW_CLASS"]
 # The length, the window, the head counts and the autotuners' classes are plain arguments,
 # never specialised on (Triton compiles an integer apart when it is 1 or a multiple of 16):
-# otherwise a grade's every new head layout, window or odd length compiles every kernel anew,
-# about 2 s a size on an H100, where the code depends on the head dim alone.
+# otherwise a grade's every new head layout, window or odd length compiles every kernel anew
+# (seconds a size: docs/throughput.md), where the code depends on the head dim alone.
 _UNSPECIALISED = ["T", "window", "T_CLASS", "WINDOW_CLASS", "HQ", "HKV", "GROUP"]
 
 

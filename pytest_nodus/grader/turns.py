@@ -12,9 +12,9 @@ against the same expert, as separate grades are, so a verdict never depends on t
 
 How pytest sees it: every graded test takes the ``nodus_turn`` fixture, parametrized over the
 turns the batch could need at any size it collects, so that the tests of one turn run
-together (turn-major: the session's item order, ``turn_of``); once ``-k`` has selected the sizes, the room is
-counted for those and the turns past what they need are deselected. A grade of one file, and
-a batch that fits, has one turn and no parameter. Imports no torch.
+together (turn-major: the session's item order, ``turn_of``); once ``-k`` has selected the
+sizes, the room is counted for those and the turns past what they need are deselected. A
+grade of one file, and a batch that fits, has one turn and no parameter. Imports no torch.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ def _arguments(dims: dict) -> list:
     lengths = document_lengths(t, dims["B"], torch.Generator().manual_seed(11))
     cu_seqlens = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device="meta")
 
-    def rows(heads, dtype=torch.bfloat16):
-        return torch.empty(t, heads, d, dtype=dtype, device="meta")
+    def rows(heads):
+        return torch.empty(t, heads, d, dtype=torch.bfloat16, device="meta")
 
     lse = torch.empty(hq, t, dtype=torch.float32, device="meta")
     return [rows(hq), rows(hkv), rows(hkv), rows(hq), lse, rows(hq), cu_seqlens, max(lengths), dims["W"],
