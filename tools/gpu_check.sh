@@ -4,8 +4,8 @@
 #   bash tools/gpu_check.sh quick        # rmsnorm: solution and expert x3 reruns, starting kernel, side stream
 #   bash tools/gpu_check.sh rmsnorm      # quick, then the correct styles
 #   bash tools/gpu_check.sh styles       # the correct rmsnorm styles, 3 sealed reruns each
-#   bash tools/gpu_check.sh cheats       # every cheat of both environments (two sizes each);
-#                                        # CHEATS="rmsnorm/kill_grader ..." for a subset
+#   bash tools/gpu_check.sh cheats       # every cheat of every environment (two sizes each);
+#                                        # CHEATS="rmsnorm/kill_grader ..." or CHEAT_ENVS="rmsnorm ..." for a subset
 #   bash tools/gpu_check.sh gpu_cheats   # attention cheats and the GPU-only rmsnorm cheats
 #   bash tools/gpu_check.sh attention    # attention: solution x3, expert as submission (trusted), starting kernel
 #   bash tools/gpu_check.sh attention_solution  # attention: the solution x3 alone
@@ -23,7 +23,7 @@
 #   bash tools/gpu_check.sh baselines    # solution, sealed timed sizes, with the FlexAttention baseline;
 #                                        # BASELINES_K="public" (or "hidden") for one half per GPU
 #   bash tools/gpu_check.sh stability    # rmsnorm_stability + attention_stability: the expert graded as
-#                                        # a submission, 5 sealed reruns per environment
+#                                        # a submission, 5 sealed reruns per environment (STABILITY_RERUNS=N)
 #   bash tools/gpu_check.sh bench        # attention benchmark, every kernel
 #   bash tools/gpu_check.sh flex         # attention benchmark, cuDNN and FlexAttention only
 #   bash tools/gpu_check.sh attention_styles  # the correct attention styles, 3 sealed reruns each
@@ -142,7 +142,8 @@ for MODE in "${@:-quick}"; do
   cheats)
     # Cheats in parallel: the per-GPU lock keeps their timings exclusive. Two sizes each.
     # Call limit: 20 s stops rmsnorm's infinite loop soon; attention's first call compiles.
-    # CHEATS="rmsnorm/kill_grader attention_backward/zero_gradients" grades only those.
+    # CHEATS="rmsnorm/kill_grader attention_backward/zero_gradients" grades only those;
+    # CHEAT_ENVS="rmsnorm attention_backward" only those environments' cheats.
     # Attention cheats one at a time by default (ATTENTION_PARALLEL): several attention
     # graders on one GPU can run it out of memory, which floors a size as grader_out_of_memory.
     # Cheats that keep the GPU busy between their calls run alone, after the others: beside
@@ -152,6 +153,7 @@ for MODE in "${@:-quick}"; do
                chunked_prefill:60:${ATTENTION_PARALLEL:-1} moe_experts:60:${ATTENTION_PARALLEL:-1} \
                rmsnorm:20:1:alone moe_experts:60:1:alone; do
       IFS=: read -r name limit lanes only <<< "$env"
+      [ -n "${CHEAT_ENVS:-}" ] && ! [[ " $CHEAT_ENVS " == *" $name "* ]] && continue
       { if [ -n "${CHEATS:-}" ]; then printf '%s\n' $CHEATS | grep "^$name/" | sed 's#^#tests/cheats/#; s#$#.py#'
         else ls tests/cheats/$name/*.py; fi; } | { if [ -n "$only" ]; then grep -E "/($alone)\.py$"; else grep -vE "/($alone)\.py$"; fi; } \
         | xargs -r -P $lanes -I{} bash -c \
@@ -169,10 +171,11 @@ for MODE in "${@:-quick}"; do
     # The expert graded as a submission, 5 sealed reruns per environment: the reward's spread
     # when nothing differs but the run. Attention's expert runs cuDNN, which is forbidden to
     # submissions: --nodus-trusted waives that flag and lets it load cuDNN (and nothing else) for this calibration.
-    # Its fuzzed sizes are left out: they take no part in the reward.
-    [ "$MODE" != attention_stability ] && grade rmsnorm expert_x5 expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=5
-    [ "$MODE" != rmsnorm_stability ] && grade attention_backward attn_expert_x5 expert/attention_backward/expert_cuda.py \
-      $SEALED --nodus-reruns=5 --nodus-trusted -k "not fuzzed" ;;
+    # Its fuzzed sizes are left out: they take no part in the reward. STABILITY_RERUNS=N (5).
+    n=${STABILITY_RERUNS:-5}
+    [ "$MODE" != attention_stability ] && grade rmsnorm expert_x$n expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=$n
+    [ "$MODE" != rmsnorm_stability ] && grade attention_backward attn_expert_x$n expert/attention_backward/expert_cuda.py \
+      $SEALED --nodus-reruns=$n --nodus-trusted -k "not fuzzed" ;;
   baselines)
     # Every timed size, sealed; fuzzed sizes have no baseline and are left out.
     # BASELINES_K="public" (or "hidden") grades a part, e.g. one part per GPU.
