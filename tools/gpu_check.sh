@@ -51,8 +51,9 @@
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too;
 #                                        # BATCH_TURNS=1: all 16 in one pytest run, in the grader's turns)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
-#   bash tools/gpu_check.sh owed         # the runs still owed: the expert's first-rerun gap, the sealed batch
-#                                        # in turns against its attempts alone, moe
+#   bash tools/gpu_check.sh owed         # the runs still owed: the attention expert against itself with built
+#                                        # plans, the sealed batch in turns against its attempts alone, moe,
+#                                        # the chunked_prefill and moe corpora
 #   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap as the
 #                                        # harness runs it, and with its pools and routes kept across calls; the moe
 #                                        # expert plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
@@ -171,8 +172,11 @@ for MODE in "${@:-quick}"; do
     # The expert graded as a submission, 5 sealed reruns per environment: the reward's spread
     # when nothing differs but the run. Attention's expert runs cuDNN, which is forbidden to
     # submissions: --nodus-trusted waives that flag and lets it load cuDNN (and nothing else) for this calibration.
-    # Its fuzzed sizes are left out: they take no part in the reward. STABILITY_RERUNS=N (5).
+    # Its fuzzed sizes are left out: they take no part in the reward. STABILITY_RERUNS=N (5);
+    # STABILITY_FRESH_PLANS=1 empties the trusted cuDNN plan store first, so that the expert
+    # role builds its plans in its own process, as the submission does (expert_gap).
     n=${STABILITY_RERUNS:-5}
+    [ -n "${STABILITY_FRESH_PLANS:-}" ] && rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/pytest-nodus/expert/cudnn-plans"
     [ "$MODE" != attention_stability ] && grade rmsnorm expert_x$n expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=$n
     [ "$MODE" != rmsnorm_stability ] && grade attention_backward attn_expert_x$n expert/attention_backward/expert_cuda.py \
       $SEALED --nodus-reruns=$n --nodus-trusted -k "not fuzzed" ;;
@@ -359,12 +363,15 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
     # The runs still owed (docs/batch.md, docs/results/attention_backward.md): the attention
-    # expert's first-rerun gap, plans built against loaded; the batch of 16 sealed at public-0
-    # in one run (turns, first calls side by side) against each attempt sealed alone; then the
-    # moe environment. More than one device call holds: run them one by one.
-    bash "$0" expert_gap
+    # expert against itself at every timed size with its plans built in its own process (the
+    # store emptied first), against the first-rerun gap seen with stored plans; the batch of 16
+    # sealed at public-0 in one run (turns, first calls side by side) against each attempt
+    # sealed alone; then the moe environment and the corpora of chunked_prefill and moe. More
+    # than one device call holds: run them one by one.
+    STABILITY_RERUNS=3 STABILITY_FRESH_PLANS=1 bash "$0" attention_stability
     BATCH_PRIME=1 BATCH_SEALED=1 BATCH_TURNS=1 BATCH_WARM=1 BATCH_SEPARATE=1 BATCH_K="public-0" bash "$0" batch_attention
-    bash "$0" moe ;;
+    bash "$0" moe
+    CHEAT_ENVS="chunked_prefill moe_experts" bash "$0" cheats ;;
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/heap_pool_growth.py --calls 16 --modes plain,heap,heap+kept 2>&1 | tee "$WORK/heap_growth.txt"
