@@ -542,7 +542,8 @@ tar czf "$OUT/gpu-grades-$TAG$(IFS=-; echo "${*:-quick}").tar.gz" -C "$WORK" .
 ls "$WORK"/*.json >/dev/null 2>&1 && python3 -m pytest_nodus.commands.table "$WORK"/*.json
 # The walls' own readings per grade: what held, the most CPU run outside the harness between
 # two calls (grader/idle_work.py), the most GPU memory the submission held past its start
-# (grader/gpu_memory_wall.py), rounds timed again on a contended GPU (grader/gpu_idle.py).
+# (grader/gpu_memory_wall.py), rounds timed again on a contended GPU (grader/gpu_idle.py),
+# timed calls whose outputs were copied inside the call, submission/expert (docs/timing.md).
 ls "$WORK"/*.json >/dev/null 2>&1 && python3 - "$WORK"/*.json <<'PY'
 import json, os, sys
 for path in sys.argv[1:]:
@@ -552,6 +553,8 @@ for path in sys.argv[1:]:
     print(f"{os.path.basename(path)[:-5]:40s} idle_work_max={max(idle) if idle else None} "
           f"gpu_held_gib_max={max(held) if held else None} "
           f"contended_rounds={sum(s.get('contended_rounds') or 0 for s in g['sizes'])} wall={g.get('wall_s')} "
+          f"outputs_copied={sum(s.get('outputs_copied') or 0 for s in g['sizes'])}/"
+          f"{sum(s.get('expert_outputs_copied') or 0 for s in g['sizes'])} "
           f"isolation={','.join(g.get('isolation') or [])}")
     # A trusted submission keeps its claims: each role's fixed cost, median(window - t_stream)
     # in us per timed size, shows whether the window costs every role the same.

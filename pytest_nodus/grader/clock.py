@@ -118,7 +118,7 @@ class GraderClock:
         self._ended_open: tuple[int, dict[int, int]] | None = None
         self.opened_boot_ticks = 0  # when the last window opened, in /proc's clock ticks since boot
         self.children_at_open: list[str] = []
-        self._where: list = []
+        self.places: list = []  # the CPU's, per output: [address, bytes] in the sandbox, or None: read from its receipt
         self._spans: list | None = None  # the GPU snapshot's output_spans, read once per call
         self.pid: int | None = None  # the sandbox's, set once it runs (the CPU clock reads it)
         self.cgroup = None  # the sandbox's cgroup (grader/cgroup.py) where it has one: the CPU clock
@@ -219,7 +219,7 @@ class GraderClock:
         if self.cuda:
             self.helper_ms = self._ended_ms()
             return self._snapshot
-        self._where = process_memory.valid_places(where, self._outputs)
+        self.places = process_memory.valid_places(where, self._outputs)
         self._snapshot = [self._read_output(slot, receipt) for slot, receipt in enumerate(receipts)]
         self._t_close = self._cpu_ns(exact=True)
         helpers = self._descendants_cpu_ns()
@@ -238,7 +238,7 @@ class GraderClock:
         return child_time.ended_between(self._ended_open, now) / 1e6
 
     def _read_output(self, slot: int, receipt: torch.Tensor) -> torch.Tensor:
-        place = self._where[slot]
+        place = self.places[slot]
         if place is None:
             return receipt.clone()
         nbytes, dtype, shape = self._outputs[slot]
@@ -282,7 +282,7 @@ class GraderClock:
         that went on after the window closed (the sandbox has reported, so it claims that
         all its work is done)."""
         if not self.cuda:
-            return [slot for slot, place in enumerate(self._where)  # bytes: NaN equals itself here
+            return [slot for slot, place in enumerate(self.places)  # bytes: NaN equals itself here
                     if place is not None and not torch.equal(_bytes(self._read_output(slot, None)),
                                                              _bytes(self._snapshot[slot]))]
         torch.cuda.synchronize(self.device)

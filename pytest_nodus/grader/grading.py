@@ -209,6 +209,8 @@ class Grader:
                     result.flag(finding.code, finding.detail)
             if timed and reading.child_ms:
                 checks.children_ran(result, reading, reading.child_ms)
+        if timed and reading.ok and not baseline and reading.copied_outputs(slot.receipts):
+            result.outputs_copied += 1  # the expert's on the shared record (rounds.py)
         with phases.timed(result.phases, "verification_processes"):
             for finding in checks.processes(reading, self.pool.started(), timed, submission):
                 result.flag(finding.code, finding.detail)

@@ -41,6 +41,16 @@ class Reading:
         start = view.data_ptr() - self._clock.arena.data_ptr()
         return start, start + view.numel() * view.element_size()
 
+    def copied_outputs(self, receipts) -> list[int]:
+        """The outputs the grader read from their receipts: the harness copied them there inside
+        the timed call (sandbox/outputs.py), the memory the kernel wrote them to being out of
+        the grader's reach. On the GPU: outside the output heap (sandbox/heap.py), for one;
+        on the CPU: not contiguous, or not a plain tensor (which fails the size anyway)."""
+        if self._clock.cuda:
+            return [i for i, (span, receipt) in enumerate(zip(self.output_spans(), receipts))
+                    if span is not None and span[0] == self.arena_span(receipt)[0]]
+        return [i for i, place in enumerate(self._clock.places) if place is None]
+
     def changed_after_close(self) -> list[int]:
         """Outputs whose bytes changed after the window closed."""
         return self._clock.changed_since_close()

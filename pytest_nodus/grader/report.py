@@ -15,13 +15,13 @@ from typing import Any
 from pytest_nodus import __version__ as nodus_version
 from pytest_nodus.grader import phases, reward
 
-SCHEMA_VERSION = "2.6"
+SCHEMA_VERSION = "2.7"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "grade.schema.json"
 
 _SIZE_FIELDS = ("id", "kind", "rerun", "status", "dims", "error", "tolerance", "t_submission_ms", "t_expert_ms",
                 "t_submission_iqr_ms", "t_expert_iqr_ms", "t_submission_grader_ms", "overhead_ms", "submission_overhead_ms", "speedup", "throughput", "throughput_unit",
                 "expert_error", "t_baselines_ms", "baseline_errors", "baseline_notes", "calls", "calls_with_children", "idle_work_ms",
-                "contended_rounds", "gpu_reserved_gib", "gpu_held_gib", "timed_calls",
+                "contended_rounds", "gpu_reserved_gib", "gpu_held_gib", "outputs_copied", "expert_outputs_copied", "timed_calls",
                 "kernels", "waived_flags", "device", "phases", "reference_paths")
 
 
@@ -181,6 +181,11 @@ def terminal_lines(document: dict) -> list[str]:
         lines.append(f"flag {f['code']} at {f['size']}: {f['detail']}")
     if len(document["flags"]) > 20:
         lines.append(f"... and {len(document['flags']) - 20} more flags in the JSON")
+    copied = [f"{n} {s['outputs_copied']}/{s['expert_outputs_copied']}" for n, s in zip(names, document["sizes"])
+              if s.get("outputs_copied") or s.get("expert_outputs_copied")]
+    if copied:  # a copy per call in the call's time: docs/timing.md says where it comes from
+        lines.append(f"outputs copied inside the timed call (timed calls, submission/expert): {', '.join(copied[:6])}"
+                     + (f" and {len(copied) - 6} more sizes" if len(copied) > 6 else ""))
     if document.get("not_graded"):
         lines.append(f"not graded: {document['not_graded']} test(s) after the grade stopped at its first failure")
     r = document["reruns"]

@@ -58,6 +58,11 @@ class SizeResult:
     contended_rounds: int = 0  # rounds timed again: another context held the GPU (grader/gpu_idle.py)
     gpu_reserved_gib: float | None = None  # the grade's GPU memory reservation when this size ran (grader/gpu_ledger.py)
     gpu_held_gib: float | None = None  # the most the submission's processes held past their start (grader/gpu_memory_wall.py)
+    # Timed calls whose outputs (one or more) the grader read from their receipts: copied
+    # there by the harness inside the timed call (grader/reading.py ``copied_outputs``),
+    # a copy the call's time includes. The submission's, and the expert's of the same rounds.
+    outputs_copied: int = 0
+    expert_outputs_copied: int = 0
     # Every timed call's three readings, per role: what the medians came from, so a rerun
     # whose median moved can be read call by call (and counted again: nodus-recount).
     timed_calls: dict | None = None
@@ -102,6 +107,7 @@ class SizeResult:
         self.expert_error = shared.expert_error
         self.baseline_errors, self.baseline_notes = shared.baseline_errors, shared.baseline_notes
         self.contended_rounds = shared.contended_rounds
+        self.expert_outputs_copied = shared.outputs_copied  # the shared record's calls are the expert's
         self.gpu_reserved_gib = shared.gpu_reserved_gib
         self.note_reference(shared.reference_paths or [])
 
