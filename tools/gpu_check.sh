@@ -118,6 +118,8 @@ styles() {
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 export SEALED=--nodus-sealed=sealed_fixtures  # exported: xargs children grade sealed too
+# The trusted experts' cuDNN plan store (pytest_nodus/trusted/cudnn_plans.py, options.expert_cache).
+PLAN_STORE="${XDG_CACHE_HOME:-$HOME/.cache}/pytest-nodus/expert/cudnn-plans"
 for MODE in "${@:-quick}"; do
   case $MODE in
   quick|rmsnorm)
@@ -176,7 +178,7 @@ for MODE in "${@:-quick}"; do
     # STABILITY_FRESH_PLANS=1 empties the trusted cuDNN plan store first, so that the expert
     # role builds its plans in its own process, as the submission does (expert_gap).
     n=${STABILITY_RERUNS:-5}
-    [ -n "${STABILITY_FRESH_PLANS:-}" ] && rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/pytest-nodus/expert/cudnn-plans"
+    [ -n "${STABILITY_FRESH_PLANS:-}" ] && rm -rf "$PLAN_STORE"
     [ "$MODE" != attention_stability ] && grade rmsnorm expert_x$n expert/rmsnorm/expert_cuda.py $SEALED --nodus-reruns=$n
     [ "$MODE" != rmsnorm_stability ] && grade attention_backward attn_expert_x$n expert/attention_backward/expert_cuda.py \
       $SEALED --nodus-reruns=$n --nodus-trusted -k "not fuzzed" ;;
@@ -401,7 +403,7 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     # at those sizes: the expert role's cuDNN plans built in its own process (the plan store
     # emptied first), then loaded from the store the first grade filled. Speedup per size and
     # rerun, and each role's median call.
-    rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/pytest-nodus/expert/cudnn-plans"
+    rm -rf "$PLAN_STORE"
     grade attention_backward gap_plans_built expert/attention_backward/expert_cuda.py $SEALED --nodus-trusted \
       --nodus-reruns=2 -k "public-3 or hidden-0"
     grade attention_backward gap_plans_loaded expert/attention_backward/expert_cuda.py $SEALED --nodus-trusted \
