@@ -30,7 +30,7 @@ _plans: dict[tuple, "_Plan"] = {}
 
 
 class _Plan:
-    """One built cuDNN graph plus its workspace and the graph tensors to bind."""
+    """One built cuDNN graph, its workspace size and the graph tensors to bind."""
 
     def __init__(self, t, hq, hkv, d, b, s, window, scale):
         global _handle, cudnn
@@ -78,7 +78,6 @@ class _Plan:
         description = ("attention_backward sdpa_backward", t, hq, hkv, d, b, s, window, float(scale))
         self.graph = build_plan(declare, _handle, description, [cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
         self.workspace_bytes = self.graph.get_workspace_size()
-        self.workspace = None  # one buffer shared by the plans of a shape (see kernel)
         self.capacity = s
 
     def run(self, q, k, v, o, lse, do, cu_seqlens, dq, dk, dv) -> None:
@@ -91,7 +90,7 @@ class _Plan:
             self.q: q, self.k: k, self.v: v, self.o: o, self.do: do, self.stats: stats, self.seq_len: lengths,
             self.q_offsets: starts * (hq * d), self.kv_offsets: starts * (hkv * d), self.stats_offsets: starts * hq,
             self.dq: dq, self.dk: dk, self.dv: dv,
-        }, self.workspace, handle=_handle)
+        }, _workspace(self.workspace_bytes, q.device), handle=_handle)
 
 
 def capacities(t: int, documents: int) -> list[int]:
@@ -106,18 +105,19 @@ def capacities(t: int, documents: int) -> list[int]:
     return caps + [top]
 
 
+def _workspace(nbytes: int, device) -> torch.Tensor:
+    """The call's workspace, from the caching allocator, freed when the call returns, as
+    PyTorch's own cuDNN attention allocates it. A buffer kept per shape would stay in the
+    sandbox's output heap across sizes and push later sizes' outputs out of it, into a copy
+    inside their timed window (docs/timing.md)."""
+    return torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)
+
 def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     t, hq, d = q.shape
     hkv, b = k.shape[1], cu_seqlens.numel() - 1
     shape = (t, hq, hkv, d, b, window, float(softmax_scale))
     if shape not in _plans:
-        plans = [_Plan(t, hq, hkv, d, b, s, window, softmax_scale) for s in capacities(t, b)]
-        # Only one plan runs at a time: one workspace, as large as the largest asks for
-        # (one per plan took 3 GiB more than the GPU had left at a large fuzzed size).
-        workspace = torch.empty(max(max(p.workspace_bytes for p in plans), 1), dtype=torch.uint8, device=q.device)
-        for p in plans:
-            p.workspace = workspace
-        _plans[shape] = plans
+        _plans[shape] = [_Plan(t, hq, hkv, d, b, s, window, softmax_scale) for s in capacities(t, b)]
     plan = next(p for p in _plans[shape] if p.capacity >= max_seqlen)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     plan.run(q, k, v, o, lse, do, cu_seqlens, dq, dk, dv)

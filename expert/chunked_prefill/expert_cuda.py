@@ -67,7 +67,6 @@ class _Plan:
                        table_width, float(scale))
         self.graph = build_plan(declare, _handle, description, [cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
         self.workspace_bytes = self.graph.get_workspace_size()
-        self.workspace = None  # one buffer shared by the plans of a shape (see kernel)
         self.capacity = s
 
     def run(self, q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, o) -> None:
@@ -80,7 +79,7 @@ class _Plan:
             self.q_offsets: cu_seqlens_q.to(torch.int64).view(-1, 1, 1, 1) * (hq * d),
             self.seq_len_q: (cu_seqlens_q[1:] - cu_seqlens_q[:-1]).view(b, 1, 1, 1),
             self.seq_len_kv: cache_seqlens.view(b, 1, 1, 1), self.k_table: table, self.v_table: table,
-        }, self.workspace, handle=_handle)
+        }, _workspace(self.workspace_bytes, q.device), handle=_handle)
 
 
 def capacities(tokens: int, sequences: int) -> list[int]:
@@ -95,16 +94,19 @@ def capacities(tokens: int, sequences: int) -> list[int]:
     return caps + [top]
 
 
+def _workspace(nbytes: int, device) -> torch.Tensor:
+    """The call's workspace, from the caching allocator, freed when the call returns, as
+    PyTorch's own cuDNN attention allocates it. A buffer kept per shape would stay in the
+    sandbox's output heap across sizes and push later sizes' outputs out of it, into a copy
+    inside their timed window (docs/timing.md)."""
+    return torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)
+
 def kernel(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, max_seqlen_q, softmax_scale):
     tokens, hq, d = q.shape
     b, width = block_table.shape
     shape = (tokens, hq, d, b, width, tuple(k_cache.shape), float(softmax_scale))
     if shape not in _plans:
-        plans = [_Plan(b, hq, d, s, k_cache, width, softmax_scale) for s in capacities(tokens, b)]
-        workspace = torch.empty(max(max(p.workspace_bytes for p in plans), 1), dtype=torch.uint8, device=q.device)
-        for p in plans:
-            p.workspace = workspace
-        _plans[shape] = plans
+        _plans[shape] = [_Plan(b, hq, d, s, k_cache, width, softmax_scale) for s in capacities(tokens, b)]
     plan = next(p for p in _plans[shape] if p.capacity >= max_seqlen_q)
     o = torch.empty_like(q)
     plan.run(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, o)

@@ -82,7 +82,8 @@ class Harness:
         audit = self.audit.restart() if message.get("audit", True) else None
         if self.device.type == "cuda":
             if self.heap is not None:
-                self.heap.rest()  # no allocation route open, or torch releases nothing
+                # The size is done: its pools' cached segments go back to the heap (sandbox.heap).
+                self.heap.renew()
             torch.cuda.empty_cache()
         return {"ok": True, "flags": flags, "audit": audit}
 

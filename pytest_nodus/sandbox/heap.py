@@ -24,6 +24,12 @@ grader's doing. ``next_call`` therefore replaces the pools by fresh ones over th
 overflowed the heap into ``cuMemAlloc`` segments though it was not the pools' first. A
 kernel that needs the same memory every call overflows once per pool and size at most, and
 then runs in pools that no longer change, as it would in a plain process.
+
+The pools are also renewed at the end of every size (``renew``, at the harness's FINISH). A
+pool caches each size's freed segments and torch never merges two segments, so after a few
+sizes the heap is carved into cached pieces no larger size fits: its outputs would fall
+outside the heap and be copied inside their timed window, a cost the grader made. Renewed,
+the next size starts on a heap that holds only what the kernel itself keeps across calls.
 """
 
 from __future__ import annotations
@@ -65,14 +71,19 @@ class OutputHeap:
         """Before a call is armed, outside its window: fresh pools if the current ones keep
         growing (the module's docstring), and autograd's route open."""
         if renew_pools(self._calls, self.fallbacks() - self._fallbacks):
-            self.rest()
-            self._new_pools()
-            self._calls = 0
+            self.renew()
         if not self._autograd_routed:
             self._route.apply(self._leaf).sum().backward()
             self._leaf.grad = None
         self._fallbacks = self.fallbacks()  # after the renewal and the routing backward: the call's own count
         self._calls += 1
+
+    def renew(self) -> None:
+        """Between sizes, outside any window: fresh pools over the freed heap (the module's
+        docstring). Blocks still in use stay where they are."""
+        self.rest()
+        self._new_pools()
+        self._calls = 0
 
     def fallbacks(self) -> int:
         """How many segments the heap has handed to ``cuMemAlloc`` so far, having no room."""
