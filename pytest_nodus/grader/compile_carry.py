@@ -12,6 +12,12 @@ its own again: nothing crosses between attempts, and the grader never reads, cop
 changes the ownership of anything inside them. It moves each cache directory with one
 ``rename`` between scratches it made itself, on one file system: a rename moves a link as a
 link, and never follows one.
+
+The next sandbox gets its scratch at the same path as the last one (``spawn(scratch_at=...)``):
+inductor writes absolute paths into what it caches (its autotuning's ``.best_config`` files
+are opened by the path the compile stored), and under another path the next process would
+open the old one, which its walls refuse: an honest compiled kernel raising, flagged as a
+sandbox escape, at every size after a restart.
 """
 
 from __future__ import annotations
@@ -29,12 +35,17 @@ class Carried:
 
     def __init__(self, uid: int | None, scratch: Path):
         self.uid = uid
+        self.scratch = scratch  # where the next sandbox's scratch is made again
         self._held = Path(tempfile.mkdtemp(prefix="nodus-carried-", dir=scratch.parent))
         for name in CACHES:
             try:
                 os.rename(scratch / name, self._held / name)
             except OSError:
                 pass  # none made, or not a directory the rename can move: compiled afresh
+
+    def successor(self) -> dict:
+        """``spawn``'s arguments for the next sandbox: the same uid, the same scratch path."""
+        return {"uid": self.uid, "scratch_at": self.scratch}
 
     def into(self, scratch: Path) -> None:
         """Into the new sandbox's scratch, before it runs anything."""

@@ -139,7 +139,7 @@ class Sandbox:
         began = time.perf_counter()
         if self._spawned is None:
             carried, self.carried = self.carried, None
-            self._adopt(spawn(self.role, self.cache_dir, uid=carried.uid if carried else None))
+            self._adopt(spawn(self.role, self.cache_dir, **(carried.successor() if carried else {})))
             if carried is not None:
                 carried.into(self._spawned.scratch)  # before it runs anything
         spawned = self._spawned

@@ -108,14 +108,27 @@ def _scratch_root() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
-def spawn(role: str, cache_dir: Path | None, preload: tuple[str, ...] = (), uid: int | None = None) -> Spawned:
+def _make_scratch(role: str, at: Path | None) -> Path:
+    """A new scratch directory (mode 0700), at ``at`` where that path is free again."""
+    if at is not None:
+        try:
+            os.mkdir(at, 0o700)
+            return at
+        except OSError:
+            pass  # taken since (or not removed): a fresh name; carried inductor entries recompile
+    return Path(tempfile.mkdtemp(prefix=f"nodus-{role}-", dir=_scratch_root()))
+
+
+def spawn(role: str, cache_dir: Path | None, preload: tuple[str, ...] = (), uid: int | None = None,
+          scratch_at: Path | None = None) -> Spawned:
     """Spawn a sandbox of ``role`` inside its walls; it imports (torch, and ``preload``: a
     trusted role's slow modules, grader/standby.py), then waits for its first message.
     ``uid``: a submission's next sandbox within a grade runs under its last one's uid, whose
-    compile caches it inherits (grader/compile_carry.py); else a new one."""
+    compile caches it inherits, and ``scratch_at``: at its last one's scratch path, removed
+    by then, which those caches name (grader/compile_carry.py); else a new one of each."""
     if preload and role == "submission":
         raise ValueError("a submission's sandbox imports nothing before its walls are all up")
-    scratch = Path(tempfile.mkdtemp(prefix=f"nodus-{role}-", dir=_scratch_root()))
+    scratch = _make_scratch(role, scratch_at)
     # The submission runs as a uid of its own where it can (grader/walls.py): its scratch is its own.
     if uid is None and role == "submission":
         uid = walls.sandbox_uid(sandbox_env.IMPORT_ROOT)

@@ -1,7 +1,8 @@
 """A submission's sandbox started again within a grade (after a crash, or for a larger arena)
-runs under its last one's uid and finds the Triton and inductor caches that one left: its
-first calls load what it compiled instead of compiling again. The grader moves each cache
-directory with one rename and follows no link inside or at it."""
+runs under its last one's uid and finds the Triton and inductor caches that one left, at the
+same path (inductor's entries name their files by absolute path): its first calls load what
+it compiled instead of compiling again. The grader moves each cache directory with one
+rename and follows no link inside or at it."""
 
 from __future__ import annotations
 
@@ -38,9 +39,10 @@ def test_the_next_sandbox_inherits_the_caches_and_the_uid():
         assert second is not first and second.alive
         assert second._spawned.uid == uid
         new = second._spawned.scratch
+        assert new == scratch and (new.stat().st_mode & 0o777) == 0o700  # made again, as private
         assert (new / "triton" / "0123abcd" / "kernel.cubin").read_bytes() == b"compiled"
         assert (new / "inductor").is_symlink() and os.readlink(new / "inductor") == "/etc"  # moved as a link
-        assert not scratch.exists() and not list(Path(scratch.parent).glob("nodus-carried-*"))
+        assert not list(Path(scratch.parent).glob("nodus-carried-*"))
     finally:
         pool.close()
 
