@@ -51,9 +51,9 @@
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too;
 #                                        # BATCH_TURNS=1: all 16 in one pytest run, in the grader's turns)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
-#   bash tools/gpu_check.sh owed         # the runs still owed: the attention expert against itself with the
-#                                        # copy counts, the sealed batch in turns against its attempts alone,
-#                                        # moe, the chunked_prefill and moe corpora
+#   bash tools/gpu_check.sh owed         # the runs still owed: the moe expert as a trusted submission (its
+#                                        # restarted sandbox's compile caches), the phases and the experts
+#                                        # against themselves (on an H200)
 #   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap as the
 #                                        # harness runs it, and with its pools and routes kept across calls; the moe
 #                                        # expert plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
@@ -364,17 +364,14 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_solution expert/rmsnorm/solution.py --nodus-seed=11
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
-    # The runs still owed (docs/batch.md, docs/results/attention_backward.md): the attention
-    # expert against itself at every timed size, its grade now counting the calls whose
-    # outputs were copied inside the call (outputs_copied, expert_outputs_copied: the
-    # first-rerun gap, docs/timing.md); the batch of 16 sealed at public-0 in one run (turns,
-    # first calls side by side) against each attempt sealed alone; then the moe environment
-    # and the corpora of chunked_prefill and moe. More than one device call holds: run them
-    # one by one.
-    STABILITY_RERUNS=3 bash "$0" attention_stability
-    BATCH_PRIME=1 BATCH_SEALED=1 BATCH_TURNS=1 BATCH_WARM=1 BATCH_SEPARATE=1 BATCH_K="public-0" bash "$0" batch_attention
-    bash "$0" moe
-    CHEAT_ENVS="chunked_prefill moe_experts" bash "$0" cheats ;;
+    # The runs still owed (docs/results/moe_experts.md, docs/results/throughput.md): the moe
+    # expert as a trusted submission, whose sizes after a restarted sandbox raised opening
+    # its inductor caches' old paths (on an H100 hidden-1 stops it and restarts it); then,
+    # on an H200, the phases and the experts against themselves. More than one device call
+    # holds: run them one by one.
+    bash "$0" moe_expert
+    PHASES_TWICE=1 bash "$0" phases
+    STABILITY_RERUNS=3 bash "$0" attention_stability rmsnorm_stability ;;
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/heap_pool_growth.py --calls 16 --modes plain,heap,heap+kept 2>&1 | tee "$WORK/heap_growth.txt"
