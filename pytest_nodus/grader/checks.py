@@ -19,6 +19,8 @@ values         the reference         ``wrong_values``, ``non_finite_output`` exp
 times          the report            ``protocol_violation`` if missing     the same
 idle work      the scheduler, after  ``background_thread``                 not checked
                a timed call          (grader/idle_work.py, in grading.py)
+held           the grader's wall     ``pending_work`` (GPU)                not checked
+               time of arm, report
 finished       the late-write check  each flag as reported;                not run
                and the audit, after  ``forbidden_op`` (trusted: waived)
                a size
@@ -84,6 +86,27 @@ def outputs(reading: Reading, slot, timed: bool) -> list[Finding]:
     if changed := reading.changed_after_close():
         found.append(Finding("output_changed_after_return", f"output(s) {changed} changed after the call returned"))
     return found
+
+
+# How long a call's arm or report may hold the grader (GPU). Neither runs the kernel's code:
+# the harness scrubs, compares and clones outputs and synchronises, a few milliseconds (over
+# the sealed grades of 2026-12-07 on an H100 they averaged 0.3-1.0 ms a report and 3-14 ms an
+# arm). Longer, the harness's synchronise was waiting on GPU work the submission queued
+# from a thread of its own after its call returned
+# (tests/cheats/moe_experts/contend_with_the_experts_choice.py: 20-30 s in a report).
+HELD_LIMIT_MS = 2000.0
+
+
+def held(reading: Reading, cuda: bool) -> list[Finding]:
+    """A request that runs none of the kernel's code, held past :data:`HELD_LIMIT_MS` (GPU):
+    work the submission left running after a call, aimed at whoever runs next. The walls
+    keep it from reaching another role (freezing, the idle probe, the set-up's wait); this
+    takes out the attempt that tried, wherever its work landed."""
+    if not cuda:
+        return []  # a frozen CPU sandbox runs nothing, and its threads' work is idle work's
+    return [Finding("pending_work", f"its sandbox held the call's {part} for {ms / 1e3:.1f} s, which runs none of "
+                                    f"the kernel's code: the device was busy with work it had left running")
+            for part, ms in reading.held_ms.items() if ms > HELD_LIMIT_MS]
 
 
 def reported(reading: Reading) -> list[Finding]:

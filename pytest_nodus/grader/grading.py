@@ -205,7 +205,7 @@ class Grader:
                     sandbox.clock.queue_idle_step()
         if submission and reading.ok:
             with phases.timed(result.phases, "verification_outputs"):
-                for finding in checks.outputs(reading, slot, timed):
+                for finding in checks.outputs(reading, slot, timed) + checks.held(reading, self.device.kind == "cuda"):
                     result.flag(finding.code, finding.detail)
             if timed and reading.child_ms:
                 checks.children_ran(result, reading, reading.child_ms)

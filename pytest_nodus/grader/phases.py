@@ -102,11 +102,14 @@ class Laps:
     def __init__(self, phases: dict | None, prefix: str):
         self.phases, self.prefix, self.last = phases, prefix, time.perf_counter()
 
-    def lap(self, part: str) -> None:
+    def lap(self, part: str) -> float:
+        """The part's ms, also returned."""
         now = time.perf_counter()
+        ms = 1e3 * (now - self.last)
         if self.phases is not None:
-            add(self.phases, self.prefix + part, 1e3 * (now - self.last))
+            add(self.phases, self.prefix + part, ms)
         self.last = now
+        return ms
 
     def skip(self) -> None:
         """Start the next part now: what ran since the last lap is recorded elsewhere."""

@@ -27,6 +27,9 @@ class Reading:
     # (grader/gpu_idle.py); 0 when it was the grader's alone, and on the CPU.
     contended_ns: int = 0
     window_parts: tuple | None = None  # (open to go, flag to close) on the grader's stream (ms)
+    # The grader's wall time (ms) of the call's requests that run none of the kernel's code:
+    # "arm" (CALL to ARMED) and "report" (the window closed to the report); checks.held.
+    held_ms: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -267,7 +267,7 @@ class Sandbox:
         or hangs."""
         laps = phases.Laps(phases_ms, "calls_")
         reply = self.request({"op": protocol.CALL, "layout": layout, "scalars": scalars, "order": order}, timeout_s)
-        laps.lap("arm")
+        held_ms = {"arm": laps.lap("arm")}  # the requests that run no kernel code (checks.held)
         if reply.get("ok") and reply.get("stage") != protocol.ARMED:
             raise SandboxFailure("flagged", "protocol_violation", "the sandbox did not arm the call")
         if not reply.get("ok"):
@@ -290,10 +290,10 @@ class Sandbox:
             laps.lap("close")
             reply = self.receive(timeout_s, during="a call's report")
             window_ms = self.clock.elapsed_ms(timeout_s)
-            laps.lap("report")
+            held_ms["report"] = laps.lap("report")
             if window_ms is None and self.clock.cuda:
                 raise SandboxFailure("timeout", "timeout", f"the call did not finish on the GPU within {timeout_s:.0f} s")
-            return self._reading(reply, snapshot, window_ms)
+            return self._reading(reply, snapshot, window_ms, held_ms)
         finally:
             if window_ms is None:
                 self.clock.release()  # its flag will never be written: free the grader's stream
@@ -310,12 +310,12 @@ class Sandbox:
         """After a size: the late-write check and, with ``audit``, the kernel audit."""
         return self.request({"op": protocol.FINISH, "audit": audit}, timeout_s)
 
-    def _reading(self, report: dict, outputs: list, window_ms: float | None) -> Reading:
+    def _reading(self, report: dict, outputs: list, window_ms: float | None, held_ms=None) -> Reading:
         clock = self.clock
         contended = clock.probe.contended_ns() if clock.cuda and window_ms is not None else 0
         parts = clock.parts_ms() if clock.cuda and window_ms is not None else None
         return Reading(report, outputs, window_ms, clock.helper_ms, clock.children_at_open, clock.opened_boot_ticks,
-                       self.pid, clock, contended, parts)
+                       self.pid, clock, contended, parts, held_ms or {})
 
     # -- requests -----------------------------------------------------------------------
     def request(self, message: dict, timeout_s: float) -> dict:

@@ -11,7 +11,11 @@ waits for it (grader/gpu_idle.py ``settle``); a spin that outlasts the wait lose
 """
 
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
-EXPECT = {"cuda": ("error", ("gpu_contended", "timeout"))}
+# Which wall ends it depends on where its spin lands: queued after the sandbox is frozen, the
+# expert's set-up waits (gpu_contended); queued while the harness still answers the call or
+# arms the next, that request is held past its limit (pending_work, grader/checks.py held),
+# or past the call's limit (timeout).
+EXPECT = {"cuda": (("error", "flagged"), ("gpu_contended", "timeout", "pending_work"))}
 
 import threading
 import time

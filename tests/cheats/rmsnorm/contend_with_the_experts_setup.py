@@ -16,8 +16,9 @@ nothing runs between calls of a frozen sandbox, so there is nothing to cheat wit
 # Verdict per device kind: (status, flags of which at least one is raised), reward at the floor.
 # Which wall ends it depends on whether its thread queues the spin before the sandbox is
 # frozen: then the expert's set-up waits and the size stops as gpu_contended; else the spin is
-# queued at its next request, whose synchronise waits past the call limit (timeout).
-EXPECT = {"cuda": (("error", "timeout"), ("gpu_contended", "timeout"))}
+# queued at its next request, whose synchronise waits past the call limit (timeout) or, under
+# a longer limit, past the limit of a request that runs no kernel code (pending_work).
+EXPECT = {"cuda": (("error", "timeout", "flagged"), ("gpu_contended", "timeout", "pending_work"))}
 
 import threading
 import time
