@@ -52,8 +52,8 @@
 #                                        # BATCH_TURNS=1: all 16 in one pytest run, in the grader's turns)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
 #   bash tools/gpu_check.sh owed         # the runs still owed: the moe expert as a trusted submission (its
-#                                        # restarted sandbox's compile caches), the phases and the experts
-#                                        # against themselves (on an H200)
+#                                        # restarted sandbox's compile caches), the contend cheats, the phases
+#                                        # and the experts against themselves (on an H200)
 #   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap as the
 #                                        # harness runs it, and with its pools and routes kept across calls; the moe
 #                                        # expert plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
@@ -366,10 +366,12 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
   owed)
     # The runs still owed (docs/results/moe_experts.md, docs/results/throughput.md): the moe
     # expert as a trusted submission, whose sizes after a restarted sandbox raised opening
-    # its inductor caches' old paths (on an H100 hidden-1 stops it and restarts it); then,
-    # on an H200, the phases and the experts against themselves. More than one device call
-    # holds: run them one by one.
+    # its inductor caches' old paths (on an H100 hidden-1 stops it and restarts it); the two
+    # contend cheats under the held-request limit (grader/checks.py held) and the honest
+    # grades beside it (the phases); then, on an H200, the experts against themselves. More
+    # than one device call holds: run them one by one.
     bash "$0" moe_expert
+    CHEATS="moe_experts/contend_with_the_experts_choice rmsnorm/contend_with_the_experts_setup" bash "$0" cheats
     PHASES_TWICE=1 bash "$0" phases
     STABILITY_RERUNS=3 bash "$0" attention_stability rmsnorm_stability ;;
   heap_growth)
