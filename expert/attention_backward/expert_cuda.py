@@ -112,6 +112,7 @@ def _workspace(nbytes: int, device) -> torch.Tensor:
     inside their timed window (docs/timing.md)."""
     return torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)
 
+
 def kernel(q, k, v, o, lse, do, cu_seqlens, max_seqlen, window, softmax_scale):
     t, hq, d = q.shape
     hkv, b = k.shape[1], cu_seqlens.numel() - 1

@@ -101,6 +101,7 @@ def _workspace(nbytes: int, device) -> torch.Tensor:
     inside their timed window (docs/timing.md)."""
     return torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)
 
+
 def kernel(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q, max_seqlen_q, softmax_scale):
     tokens, hq, d = q.shape
     b, width = block_table.shape

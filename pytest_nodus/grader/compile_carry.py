@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 CACHES = ("triton", "inductor")  # sandbox_env's TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR, in the scratch
+PATH_BOUND = ("inductor",)  # caches whose entries name files by their absolute path: valid at the same path only
 
 
 class Carried:
@@ -48,8 +49,11 @@ class Carried:
         return {"uid": self.uid, "scratch_at": self.scratch}
 
     def into(self, scratch: Path) -> None:
-        """Into the new sandbox's scratch, before it runs anything."""
+        """Into the new sandbox's scratch, before it runs anything; a cache bound to its old
+        path only where the scratch is at that path again."""
         for name in CACHES:
+            if name in PATH_BOUND and scratch != self.scratch:
+                continue
             try:
                 os.rename(self._held / name, scratch / name)
             except OSError:

@@ -115,7 +115,7 @@ def _make_scratch(role: str, at: Path | None) -> Path:
             os.mkdir(at, 0o700)
             return at
         except OSError:
-            pass  # taken since (or not removed): a fresh name; carried inductor entries recompile
+            pass  # taken since (or not removed): a fresh name, and the path-bound caches stay behind
     return Path(tempfile.mkdtemp(prefix=f"nodus-{role}-", dir=_scratch_root()))
 
 

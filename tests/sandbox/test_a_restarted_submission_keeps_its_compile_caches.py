@@ -1,7 +1,8 @@
 """A submission's sandbox started again within a grade (after a crash, or for a larger arena)
 runs under its last one's uid and finds the Triton and inductor caches that one left, at the
-same path (inductor's entries name their files by absolute path): its first calls load what
-it compiled instead of compiling again. The grader moves each cache directory with one
+same path (inductor's entries name their files by absolute path; where that path is taken,
+inductor's cache stays behind): its first calls load what it compiled instead of compiling
+again. The grader moves each cache directory with one
 rename and follows no link inside or at it."""
 
 from __future__ import annotations
@@ -43,6 +44,32 @@ def test_the_next_sandbox_inherits_the_caches_and_the_uid():
         assert (new / "triton" / "0123abcd" / "kernel.cubin").read_bytes() == b"compiled"
         assert (new / "inductor").is_symlink() and os.readlink(new / "inductor") == "/etc"  # moved as a link
         assert not list(Path(scratch.parent).glob("nodus-carried-*"))
+    finally:
+        pool.close()
+
+
+def test_where_its_old_path_is_taken_only_the_path_free_caches_follow():
+    pool = SandboxPool(SOLUTION, CPU, audit=True, expert_cache=None, trusted=False)
+    try:
+        first = pool.get(RMSNORM, "submission", DIMS)
+        scratch = first._spawned.scratch
+        (scratch / "triton").mkdir()
+        (scratch / "inductor").mkdir()
+        (scratch / "inductor" / "kernel.best_config").write_text("{}")
+        _crash(first)
+        taken = scratch  # made again by someone else between the old sandbox's close and the next start
+        original_close = first.close
+
+        def close_then_take():
+            original_close()
+            taken.mkdir()
+
+        first.close = close_then_take
+        second = pool.get(RMSNORM, "submission", DIMS)
+        new = second._spawned.scratch
+        assert new != scratch
+        assert (new / "triton").is_dir() and not (new / "inductor").exists()
+        taken.rmdir()
     finally:
         pool.close()
 
