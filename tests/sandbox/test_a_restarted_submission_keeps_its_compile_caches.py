@@ -2,8 +2,8 @@
 runs under its last one's uid and finds the Triton and inductor caches that one left, at the
 same path (inductor's entries name their files by absolute path; where that path is taken,
 inductor's cache stays behind): its first calls load what it compiled instead of compiling
-again. The grader moves each cache directory with one
-rename and follows no link inside or at it."""
+again. The grader moves each cache directory with one rename and follows no link inside or
+at it."""
 
 from __future__ import annotations
 
