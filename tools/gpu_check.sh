@@ -90,6 +90,8 @@ set -u
 TAG=""
 if [ "${1:-}" = --gpu ]; then export CUDA_VISIBLE_DEVICES=$2; TAG="gpu$2-"; shift 2; fi
 OUT=${OUT:-gpu-out}; WORK=$(mktemp -d); mkdir -p "$OUT"
+# Everything this prints is kept in the archive too: a device call returns only its output's tail.
+exec > >(tee -a "$WORK/gpu_check.out") 2>&1
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD NODUS_DEADLINE=${NODUS_DEADLINE:-$(( $(date +%s) + 86400 ))}
 if ls .whl/*.whl >/dev/null 2>&1; then  # flock: two invocations may start together
   flock /tmp/nodus-wheels.lock python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
