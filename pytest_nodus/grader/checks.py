@@ -89,9 +89,9 @@ def outputs(reading: Reading, slot, timed: bool) -> list[Finding]:
 
 
 # How long a call's arm or report may hold the grader (GPU). Neither runs the kernel's code:
-# the harness scrubs, compares and clones outputs and synchronises, a few milliseconds (over
-# the sealed grades of 2026-12-07 on an H100 they averaged 0.3-1.0 ms a report and 3-14 ms an
-# arm). Longer, the harness's synchronise was waiting on GPU work the submission queued
+# the harness scrubs, compares and clones outputs and synchronises: on average 3-14 ms an arm
+# and 0.3-1.0 ms a report in sealed H100 grades (docs/results/moe_experts.md names the run).
+# Longer, the harness's synchronise was waiting on GPU work the submission queued
 # from a thread of its own after its call returned
 # (tests/cheats/moe_experts/contend_with_the_experts_choice.py: 20-30 s in a report).
 HELD_LIMIT_MS = 2000.0

@@ -82,9 +82,11 @@ class Harness:
         audit = self.audit.restart() if message.get("audit", True) else None
         if self.device.type == "cuda":
             if self.heap is not None:
-                # The size is done: its pools' cached segments go back to the heap (sandbox.heap).
+                # The size is done: its pools' cached segments go back to the heap (sandbox.heap);
+                # the renewal empties torch's cache itself.
                 self.heap.renew()
-            torch.cuda.empty_cache()
+            else:
+                torch.cuda.empty_cache()
         return {"ok": True, "flags": flags, "audit": audit}
 
     def warm(self, message):

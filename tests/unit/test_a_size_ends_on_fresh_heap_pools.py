@@ -12,31 +12,8 @@ from __future__ import annotations
 import torch
 
 from pytest_nodus.sandbox.harness import Harness
-from pytest_nodus.sandbox.heap import OutputHeap
 from pytest_nodus.shared import protocol
-
-
-class _Library:
-    count = 0
-
-    def nodus_heap_fallbacks(self):
-        return self.count
-
-
-def _heap():
-    heap = object.__new__(OutputHeap)
-    heap._library = _Library()
-    heap._calls = 0
-    heap._fallbacks = 0
-    heap._autograd_routed = True
-    heap.pools_made = 0
-
-    def new_pools():
-        heap.pools_made += 1
-
-    heap._new_pools = new_pools
-    heap.rest = lambda: None
-    return heap
+from test_the_heap_renews_its_pools_only_when_they_keep_growing import fake_heap
 
 
 def _harness(heap):
@@ -49,20 +26,20 @@ def _harness(heap):
 
 
 def test_finish_renews_the_heap_pools():
-    heap = _heap()
+    heap = fake_heap()
     for _ in range(3):
         heap.next_call()
     reply = _harness(heap).finish({"op": protocol.FINISH, "audit": False})
-    assert reply["ok"] and heap.pools_made == 1
+    assert reply["ok"] and len(heap.renewed) == 1
 
 
 def test_the_next_size_first_call_counts_as_its_new_pools_first():
-    heap = _heap()
+    heap = fake_heap()
     for _ in range(3):
         heap.next_call()
     heap.renew()
-    made = heap.pools_made
+    made = len(heap.renewed)
     heap.next_call()  # the next size's first call overflows: its new pools' first segments
     heap._library.count += 2
     heap.next_call()
-    assert heap.pools_made == made  # a first call in fresh pools may grow them: no renewal for it
+    assert len(heap.renewed) == made  # a first call in fresh pools may grow them: no renewal for it

@@ -21,7 +21,9 @@ class _Library:
         return self.count
 
 
-def _heap():
+def fake_heap():
+    """An OutputHeap on a faked allocator count, recording each renewal (the calls its pools
+    had served) and each rest; also used by test_a_size_ends_on_fresh_heap_pools."""
     heap = object.__new__(OutputHeap)
     heap._library = _Library()
     heap._calls = 0
@@ -54,17 +56,17 @@ def _run(heap, fallbacks_per_call):
 
 
 def test_a_kernel_needing_the_same_memory_each_call_keeps_its_pools():
-    heap = _heap()
+    heap = fake_heap()
     assert _run(heap, [3, 0, 0, 0, 0, 0]) == []
 
 
 def test_a_larger_size_renews_the_pools_once():
-    heap = _heap()
+    heap = fake_heap()
     # the first size settles; the second overflows once in the old pools, once in the new
     assert _run(heap, [3, 0, 0, 2, 2, 0, 0, 0]) == [4]
 
 
 def test_pools_that_grow_every_call_are_renewed_every_second_call():
-    heap = _heap()
+    heap = fake_heap()
     assert _run(heap, [2] * 8) == [2, 4, 6]
     assert heap.rested == 3  # every renewal closes autograd's route first: torch frees nothing while one is open
