@@ -8,6 +8,8 @@ import pytest
 from conftest import REPO
 from pytest_nodus.grader.report import SCHEMA_PATH
 
+from tests.envs.rmsnorm_baselines.baseline_prepared import PREPARE_SPIN_S
+
 pytestmark = pytest.mark.grade
 
 
@@ -31,8 +33,9 @@ def test_baselines_are_context_never_the_verdict(grade, tmp_path):
     assert set(hidden["t_baselines_ms"]) == {"eager", "prepared"}
     assert set(size["t_baselines_ms"]) == {"eager", "prepared"}
     assert all(t > 0 for t in size["t_baselines_ms"].values())
-    # prepare() ran before the clock: handing over a finished result costs less than computing it.
-    assert size["t_baselines_ms"]["prepared"] < size["t_baselines_ms"]["eager"]
+    # prepare() ran before the clock: a clock that took it in would read its whole spin at every call.
+    spin_ms = PREPARE_SPIN_S * 1e3
+    assert size["t_baselines_ms"]["prepared"] < spin_ms / 2 and hidden["t_baselines_ms"]["prepared"] < spin_ms / 2
     assert size["baseline_errors"]["eager"] < 1.0 and size["baseline_errors"]["prepared"] < 1.0
     assert "this baseline is broken at shape" in size["baseline_notes"]["broken"]
     assert "baseline at public-0" in result.text
