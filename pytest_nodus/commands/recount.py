@@ -7,7 +7,12 @@ to the timing rules can be read against real GPU grades without re-running them:
 prints, per grade, each rerun's reward and speedup as recorded and as counted now, and every
 size whose time moved by more than 1%.
 
-    nodus-recount GRADE.json...
+    nodus-recount [--rounds K] GRADE.json...
+
+``--rounds K`` counts each timed size on its first K timed rounds only, as they ran: what the
+grade would have read had its environment timed K rounds (``Profile.timing``), for choosing
+that number on real GPU grades. The submission's fixed cost stays the one the grade applied,
+measured over all its rounds.
 
 Statuses are taken as recorded (correctness does not depend on timing). The claims'
 tripwires (forged_time, pending_work) are recomputed, and any change printed, only for
@@ -18,18 +23,19 @@ peaks and is not re-checked.
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 from pytest_nodus.grader import reward, timing
 
 
-def calls_of(size: dict) -> dict[str, list[timing.CallTimes]]:
-    return {role: [timing.CallTimes.from_json(c) for c in calls] for role, calls in size["timed_calls"].items()}
+def calls_of(size: dict, rounds: int | None = None) -> dict[str, list[timing.CallTimes]]:
+    """Each role's timed calls, in the order their rounds ran; the first ``rounds`` of them."""
+    return {role: [timing.CallTimes.from_json(c) for c in calls[:rounds]] for role, calls in size["timed_calls"].items()}
 
 
-def recount(path: Path) -> list[str]:
+def recount(path: Path, rounds: int | None = None) -> list[str]:
     grade = json.loads(path.read_text())
     device_kind = grade["device"]["kind"]
     lines, reruns = [], grade["reruns"]["count"]
@@ -37,7 +43,7 @@ def recount(path: Path) -> list[str]:
     for size in grade["sizes"]:
         entry = {"status": size["status"], "timed": size["kind"] != "fuzz", "speedup": size["speedup"]}
         if size.get("timed_calls") and size["timed_calls"].get("submission"):
-            times = calls_of(size)
+            times = calls_of(size, rounds)
             summary = timing.summarise(times, device_kind, size.get("submission_overhead_ms"))
             speedup = (summary.expert.median / summary.submission_ms
                        if summary.expert.median and summary.submission_ms else None)
@@ -73,15 +79,18 @@ def _moved(recorded: float | None, now: float | None) -> bool:
     return bool(recorded and now) and abs(now / recorded - 1) > 0.01
 
 
-def main(paths: list[str] | None = None) -> int:
-    paths = sys.argv[1:] if paths is None else paths
-    if not paths:
-        print(__doc__)
-        return 2
-    for path in paths:
-        print("\n".join(recount(Path(path))))
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nodus-recount", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("grades", nargs="+", metavar="GRADE.json")
+    parser.add_argument("--rounds", type=int, metavar="K", help="count only each size's first K timed rounds")
+    args = parser.parse_args(argv)
+    if args.rounds is not None and args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    for path in args.grades:
+        print("\n".join(recount(Path(path), args.rounds)))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

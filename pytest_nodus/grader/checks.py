@@ -183,7 +183,7 @@ def children_ran(result: SizeResult, reading: Reading, child_ms: float) -> None:
 
     Once is what a compiler does: a correct torch.compile kernel
     (tests/correct/rmsnorm/torch_compile_own.py) spends 50-80 ms in children, none alive as the
-    call began, in one of a size's 20 timed calls on the GPU. A kernel that works through
+    call began, in one of a size's 10 timed calls on the GPU. A kernel that works through
     child processes does so on every call (tests/cheats/rmsnorm/spawned_per_call.py). One
     such call cannot buy speed: the window holds the child's whole life, a process start
     costs far more than a call, and the median of the timed calls does not move for one."""

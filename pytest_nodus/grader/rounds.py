@@ -30,9 +30,14 @@ class TimingPlan:
     timed: int
 
 
-# The CPU times more calls than a quartile needs (4): its clock shares two cores with the
-# grader, and seven calls keep the IQR from resting on a single outlier.
-PLANS = {"cuda": TimingPlan(warmup=3, timed=20), "cpu": TimingPlan(warmup=1, timed=7)}
+# A GPU call costs the grader ~13 ms (probe, spin, arm, verification) whatever the kernel's
+# length, so rounds past what the median needs are most of a short kernel's grade. Ten are
+# enough: recorded H100 grades of rmsnorm (the shortest kernels, 0.03-0.18 ms) counted on
+# their first 10 of 20 timed rounds moved no rerun's reward by more than 0.002
+# (`nodus-recount --rounds 10`, docs/timing.md). The CPU times more calls than a quartile
+# needs (4): its clock shares two cores with the grader, and seven calls keep the IQR from
+# resting on a single outlier.
+PLANS = {"cuda": TimingPlan(warmup=3, timed=10), "cpu": TimingPlan(warmup=1, timed=7)}
 
 
 def call_order(submissions: list[str], round_number: int) -> list[str]:
