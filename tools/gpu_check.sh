@@ -308,12 +308,14 @@ for MODE in "${@:-quick}"; do
       # One pytest run for the 16: the grader splits them into turns of what the GPU holds
       # (grader/turns.py), the expert's sandbox and set-up shared by every turn.
       t0=$(date +%s.%N); left=$(( NODUS_DEADLINE - $(date +%s) ))
-      timeout $left python3 -m pytest env_suites/attention_backward -p no:cacheprovider -v \
+      timeout $left python3 -m pytest env_suites/attention_backward -p no:cacheprovider -v --durations=0 \
         --nodus-submission=$folder --nodus-json=$WORK/turns --nodus-call-timeout=60 \
         $seeding \
         $([ -n "${BATCH_WARM:-}" ] && echo --nodus-warm-together) ${BATCH_K:+-k "$BATCH_K"} > $WORK/turns.log 2>&1
       echo "one run rc=$?: $(grep -c 'turn[0-9]*\] \(PASSED\|FAILED\)' $WORK/turns.log) tests in turns"
       grep -A20 "pytest-nodus batch" $WORK/turns.log | head -22
+      # Each turn is a test: its setup, call and teardown times show where a turn's wall goes.
+      grep -E "^[0-9.]+s (setup|call|teardown) .*turn[0-9]+\]" $WORK/turns.log | head -30
       echo "batch of $(ls $folder | wc -l) in one run: wall=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")s"
       [ -f $WORK/turns/grades.jsonl ] && python3 -m pytest_nodus.commands.plot $WORK/turns/grades.jsonl \
         -o $OUT/batch_attention_turns.png --title "pytest-nodus: $(ls $folder | wc -l) attention attempts graded in one run ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
