@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from pytest_nodus.grader import plain_import
 from pytest_nodus.grader.environment import Choice, SizeDomain
 
 
@@ -27,6 +28,7 @@ def _awkward(low: int, high: int) -> list[int]:
 
 
 def size_strategy(domain: SizeDomain):
+    plain_import.hypothesis()
     from hypothesis import strategies as st
 
     def dim(spec):
