@@ -51,9 +51,9 @@
 #   bash tools/gpu_check.sh batch_attention  # 16 attention attempts in batches of BATCH_ROOM (3) (BATCH_SEPARATE=1: each alone too;
 #                                        # BATCH_TURNS=1: all 16 in one pytest run, in the grader's turns)
 #   bash tools/gpu_check.sh batch_leftovers  # rmsnorm batch: two honest attempts beside three that leave GPU work running
-#   bash tools/gpu_check.sh owed         # the runs still owed: the moe expert as a trusted submission (its
-#                                        # restarted sandbox's compile caches), the contend cheats, the phases
-#                                        # and the experts against themselves (on an H200)
+#   bash tools/gpu_check.sh owed         # the runs still owed, on an H200: the moe expert as a trusted submission
+#                                        # (its restarted sandbox's compile caches), the phases, the experts
+#                                        # against themselves; the sealed batch against separate grades: owed_batch
 #   bash tools/gpu_check.sh heap_growth  # cuda_graph_per_input's memory per call plain, under the output heap as the
 #                                        # harness runs it, and with its pools and routes kept across calls; the moe
 #                                        # expert plain and under the heap at hidden-1 (tools/probes/heap_pool_growth.py)
@@ -370,17 +370,19 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_solution expert/rmsnorm/solution.py --nodus-seed=11
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
-    # The runs still owed (docs/results/moe_experts.md, docs/results/throughput.md): the moe
-    # expert as a trusted submission under its card's 48 GiB budget, whose sizes after a
-    # restarted sandbox raised opening its inductor caches' old paths (on an H100 hidden-1
-    # stops it and restarts it); the two contend cheats under the held-request limit
-    # (grader/checks.py held) and the honest grades beside it (the phases, whose rmsnorm
-    # grade now times 10 rounds a size); then, on an H200, the experts against themselves.
-    # More than one device call holds: run them one by one.
+    # The runs still owed on an H200 (docs/results/moe_experts.md, docs/results/throughput.md):
+    # the moe expert as a trusted submission under its card's 48 GiB budget (more than an H100
+    # holds at hidden-1), whose sizes after a restarted sandbox raised opening its inductor
+    # caches' old paths; then issue 24's walls and the experts against themselves, measured
+    # so far on H100s only. One device call holds about this much: the batch is owed_batch.
     bash "$0" moe_expert
-    CHEATS="moe_experts/contend_with_the_experts_choice rmsnorm/contend_with_the_experts_setup" bash "$0" cheats
     PHASES_TWICE=1 bash "$0" phases
     STABILITY_RERUNS=3 bash "$0" attention_stability rmsnorm_stability ;;
+  owed_batch)
+    # The sealed batch of 16 attention attempts at public-0 against each graded alone, on an
+    # H200 (more attempts per turn than an H100's 3): issue 24's 5x (docs/batch.md).
+    BATCH_PRIME=1 BATCH_SEALED=1 BATCH_TURNS=1 BATCH_WARM=1 BATCH_SEPARATE=1 BATCH_K="public-0" \
+      bash "$0" batch_attention ;;
   heap_growth)
     left=$(( NODUS_DEADLINE - $(date +%s) ))
     timeout $left python3 tools/probes/heap_pool_growth.py --calls 16 --modes plain,heap,heap+kept 2>&1 | tee "$WORK/heap_growth.txt"
