@@ -21,6 +21,10 @@ compile, and where the sandbox sets Triton's interpreter mode only once it is la
 
 from __future__ import annotations
 
+import glob
+import importlib.util
+import os
+
 from pytest_nodus.grader import roles
 from pytest_nodus.grader.options import Options, expert_cache
 from pytest_nodus.grader.sandbox_spawn import Spawned, spawn
@@ -50,9 +54,27 @@ def preload(process_role: str, device_request: str) -> tuple[str, ...]:
         return ()
     if device_request == "cuda":
         return TRUSTED_PRELOAD
-    import torch  # "auto": whatever the grade will choose (devices.choose)
+    return TRUSTED_PRELOAD if gpu_visible() else ()  # "auto": a guess at what devices.choose will pick
 
-    return TRUSTED_PRELOAD if torch.cuda.is_available() else ()
+
+def gpu_visible(dev: str = "/dev", torch_dir: str | None = None, environ=None) -> bool:
+    """Whether the grade will run on a GPU, guessed without importing torch: importing it here
+    would hold every standby's spawn for the seconds the grader's own import takes, which is
+    what the standby is there to overlap. CUDA needs an NVIDIA device node, a torch built
+    with CUDA (its ``libtorch_cuda``) and a ``CUDA_VISIBLE_DEVICES`` that hides not every GPU.
+    A wrong guess costs only the preload's CPU time, or its absence from the expert's load."""
+    environ = os.environ if environ is None else environ
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and (not visible.strip() or visible.strip().startswith("-")):
+        return False
+    if not glob.glob(os.path.join(dev, "nvidia[0-9]*")):
+        return False
+    if torch_dir is None:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            return False
+        torch_dir = spec.submodule_search_locations[0]
+    return bool(glob.glob(os.path.join(torch_dir, "lib", "libtorch_cuda*")))
 
 
 def spawn_for(config, options: Options) -> dict[str, Spawned]:
@@ -75,4 +97,4 @@ def close(spawned: dict[str, Spawned]) -> None:
     spawned.clear()
 
 
-__all__ = ["TRUSTED_PRELOAD", "close", "preload", "spawn_for", "wanted"]
+__all__ = ["TRUSTED_PRELOAD", "close", "gpu_visible", "preload", "spawn_for", "wanted"]
