@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-from pytest_nodus.grader import plain_import
 from pytest_nodus.grader.environment import Choice, SizeDomain
 
 
@@ -28,7 +27,6 @@ def _awkward(low: int, high: int) -> list[int]:
 
 
 def size_strategy(domain: SizeDomain):
-    plain_import.hypothesis()
     from hypothesis import strategies as st
 
     def dim(spec):

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nodus.grader import plain_import
-
 SUBMISSION_HELP = ("Kernel file to grade (defines the environment's entry point, e.g. kernel). A folder (its *.py "
                    "files), or several paths joined by ':', grades a batch: every attempt against one expert run, "
                    "on the same inputs; --nodus-json then names a folder for each attempt's grade, grades.jsonl "
@@ -127,7 +125,6 @@ class Options:
         """Sealed grades keep no database. Local runs keep Hypothesis's failures in the user's
         cache; so does everything else Hypothesis stores: never in the directory the check runs
         from, which may be an agent's workspace."""
-        plain_import.hypothesis()
         from hypothesis.configuration import set_hypothesis_home_dir
 
         set_hypothesis_home_dir(str(user_cache() / "hypothesis"))

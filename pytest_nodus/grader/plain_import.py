@@ -5,7 +5,7 @@ pytest plugin, and Hypothesis registers one: its 74 modules are parsed, rewritte
 compiled at their first import, then kept as bytecode beside them. Where the host writes no
 bytecode (``PYTHONDONTWRITEBYTECODE``, a read-only site-packages: common in containers) that
 happens again in every grading process, at its first fuzzed size: 0.9-1.0 s on a 2-core CI
-machine (docs/throughput.md), a tenth of an rmsnorm grade's target. The grader reads no
+machine (docs/results/throughput.md), a tenth of an rmsnorm grade's target. The grader reads no
 Hypothesis assertion's message, so nothing is lost. Runs only in the grader.
 """
 
@@ -15,7 +15,8 @@ import importlib
 import sys
 import threading
 
-# What the grader imports of Hypothesis (grader/fuzz.py, grader/suite.py, grader/options.py);
+# What the grader imports of Hypothesis (grader/fuzz.py, grader/suite.py, grader/options.py),
+# all of it reached through the fuzz (suite.py), which calls :func:`hypothesis` first;
 # importing the package and its strategies brings in nearly all the rest.
 MODULES = ("hypothesis", "hypothesis.strategies", "hypothesis.configuration", "hypothesis.database")
 
