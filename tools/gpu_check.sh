@@ -119,7 +119,8 @@ styles() {
     'f={}; grade rmsnorm correct_$(basename $f .py) $f $SEALED --nodus-reruns=3 -k "public or hidden"'
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-# Without bytecode writes pytest rewrites Hypothesis's asserts at every grade's first fuzz (~1 s here).
+# Whether the host keeps bytecode: where it does not, every grading process compiles its imports anew
+# (docs/results/throughput.md, Hypothesis past the assertion rewriter).
 python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "writes bytecode:", not sys.dont_write_bytecode)'
 export SEALED=--nodus-sealed=sealed_fixtures  # exported: xargs children grade sealed too
 # The trusted experts' cuDNN plan store (pytest_nodus/trusted/cudnn_plans.py, options.expert_cache).
