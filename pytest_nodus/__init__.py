@@ -29,7 +29,7 @@ _EXPORTS = {
     "FLEX_ATTENTION": "keepout", "ATTENTION_PACKAGES": "keepout", "ATTENTION_LIBRARIES": "keepout",
     "FLOOR": "reward",
     "EnvironmentSuite": "suite",
-    "grade": "api", "Grade": "api", "GradeFailed": "api",
+    "grade": "api", "Grade": "api", "GradeFailed": "api", "WarmGrader": "warm_grader",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

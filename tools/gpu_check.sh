@@ -63,6 +63,8 @@
 #                                        # the attention solution trusted (its claims kept) at public-2 and hidden-4
 #   bash tools/gpu_check.sh expert_gap   # the attention expert against itself, 2 reruns at public-3 and hidden-0,
 #                                        # its plans built in its own process, then loaded from the store
+#   bash tools/gpu_check.sh warm         # back-to-back sealed grades: fresh processes against a warm grading
+#                                        # process (WarmGrader), rmsnorm and attention (WARM_ENVS, WARM_RUNS)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #                                        # (PHASES_TWICE=1: each again on the warm host; PHASES_BEFORE=FILE: that
 #                                        # attention file last, for an A/B of two solutions; PHASES_ONLY=rmsnorm
@@ -121,7 +123,7 @@ styles() {
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 # Whether the host keeps bytecode: where it does not, every grading process compiles its imports anew
 # (docs/results/throughput.md, Hypothesis past the assertion rewriter).
-python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "writes bytecode:", not sys.dont_write_bytecode)'
+python3 -c 'import sys, torch, pathlib; print("python", sys.version.split()[0], "torch", torch.__version__, "writes bytecode:", not sys.dont_write_bytecode, "torch has bytecode:", any((pathlib.Path(torch.__file__).parent / "__pycache__").glob("__init__.cpython-*.pyc")))'
 export SEALED=--nodus-sealed=sealed_fixtures  # exported: xargs children grade sealed too
 # The trusted experts' cuDNN plan store (pytest_nodus/trusted/cudnn_plans.py, options.expert_cache).
 PLAN_STORE="${XDG_CACHE_HOME:-$HOME/.cache}/pytest-nodus/expert/cudnn-plans"
@@ -379,6 +381,17 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     bash "$0" moe_expert
     PHASES_TWICE=1 bash "$0" phases
     STABILITY_RERUNS=3 bash "$0" attention_stability rmsnorm_stability ;;
+  warm)
+    # A pipeline's back-to-back grades on one host, sealed: each in a fresh pytest process
+    # (pytest_nodus.grade) against each forked from a warm grading process, its sandboxes
+    # spawned ahead (pytest_nodus.WarmGrader), alternated after one fresh grade that warms the
+    # host's caches (docs/throughput.md). WARM_ENVS, WARM_RUNS (pairs, default 2).
+    for env in ${WARM_ENVS:-rmsnorm attention_backward}; do
+      left=$(( NODUS_DEADLINE - $(date +%s) ))
+      [ $left -lt 60 ] && { echo "warm $env skipped (deadline)"; continue; }
+      timeout $left python3 tools/probes/warm_grade_time.py $env --runs ${WARM_RUNS:-2} --device cuda 2>&1 |
+        grep -v Warning | tee -a "$WORK/warm.txt"
+    done ;;
   owed_batch)
     # The sealed batch of 16 attention attempts at public-0 against each graded alone, on an
     # H200 (more attempts per turn than an H100's 3): issue 24's 5x (docs/batch.md).

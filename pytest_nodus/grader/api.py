@@ -121,21 +121,32 @@ def grade(env: str | Path, submission: str | Path | Sequence[str | Path], *, sea
     theirs may hold ':', the batch's separator) unless ``one_run`` is False. Raises
     :class:`GradeFailed` when pytest writes no grade (a usage error),
     ``subprocess.TimeoutExpired`` past ``timeout_s``."""
-    options = dict(sealed=sealed, device=device, reruns=reruns, seed=seed, against=against, pytest_args=pytest_args,
-                   timeout_s=timeout_s)
+    return _grade(_fresh_process, env, submission, sealed=sealed, device=device, reruns=reruns, seed=seed,
+                  against=against, pytest_args=pytest_args, timeout_s=timeout_s, one_run=one_run)
+
+
+def _grade(runner, env, submission, *, one_run: bool, **options) -> Grade | list[Grade]:
     if not isinstance(submission, (str, Path)):
         files = [Path(one).resolve() for one in submission]
         if not one_run or len(files) == 1:
-            return [grade(env, one, **options) for one in files]
-        grades = _run(env, files, **options)  # more attempts than the GPU holds: in turns (grader/turns.py)
+            return [_run(runner, env, [one], **options)[0] for one in files]
+        grades = _run(runner, env, files, **options)  # more attempts than the GPU holds: in turns (grader/turns.py)
         # An attempt run out of GPU memory may owe it to a batch-mate over its budget: its grade
         # alone stands instead.
-        return [_run(env, [one], **options)[0] if batch_files.ran_out_beside_others(g.document) else g
+        return [_run(runner, env, [one], **options)[0] if batch_files.ran_out_beside_others(g.document) else g
                 for one, g in zip(files, grades)]
-    return _run(env, [Path(submission).resolve()], **options)[0]
+    return _run(runner, env, [Path(submission).resolve()], **options)[0]
 
 
-def _run(env, files: list[Path], *, sealed, device, reruns, seed, against, pytest_args, timeout_s) -> list[Grade]:
+def _fresh_process(args: list[str], cwd: str, timeout_s: float | None) -> tuple[int, str]:
+    """pytest in a process of its own: (its exit status, its output)."""
+    run = subprocess.run([*walls.die_with_parent(), sys.executable, "-m", "pytest", *args], cwd=cwd,
+                         capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    return run.returncode, run.stdout + run.stderr
+
+
+def _run(runner, env, files: list[Path], *, sealed, device, reruns, seed, against, pytest_args,
+         timeout_s) -> list[Grade]:
     """One pytest run: a lone grade for one file, a batch's grades in order for several
     (pytest grades a batch of one file alone, and writes no batch folder for it)."""
     folder = suite_folder(env)
@@ -145,17 +156,14 @@ def _run(env, files: list[Path], *, sealed, device, reruns, seed, against, pytes
         # --assert=plain: no verdict reads pytest's assertion introspection (the grade is the
         # JSON), and rewriting every module of its plugins' packages (hypothesis: ~100) costs
         # each run seconds wherever Python writes no bytecode cache to keep the rewrite in.
-        command = [*walls.die_with_parent(), sys.executable, "-m", "pytest", str(folder), "-p", "no:cacheprovider", "-q",
-                   "--assert=plain",
-                   f"--rootdir={work}", f"--nodus-submission={os.pathsep.join(str(f) for f in files)}",
-                   f"--nodus-json={report}", f"--nodus-device={device}", f"--nodus-reruns={reruns}",
-                   f"--nodus-against={against}", *([f"--nodus-sealed={Path(sealed).resolve()}"] if sealed else []),
-                   *([f"--nodus-seed={seed}"] if seed is not None else []), *pytest_args]
-        run = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=timeout_s,
-                             stdin=subprocess.DEVNULL)
-        output = run.stdout + run.stderr
+        args = [str(folder), "-p", "no:cacheprovider", "-q", "--assert=plain",
+                f"--rootdir={work}", f"--nodus-submission={os.pathsep.join(str(f) for f in files)}",
+                f"--nodus-json={report}", f"--nodus-device={device}", f"--nodus-reruns={reruns}",
+                f"--nodus-against={against}", *([f"--nodus-sealed={Path(sealed).resolve()}"] if sealed else []),
+                *([f"--nodus-seed={seed}"] if seed is not None else []), *pytest_args]
+        returncode, output = runner(args, work, timeout_s)
         written = [report / batch_files.document_name(i, f) for i, f in enumerate(files)] if batch else [report]
         if not all(path.is_file() for path in written):
             last = next((line for line in reversed(output.splitlines()) if line.strip()), "no output")
-            raise GradeFailed(f"pytest wrote no grade (exit status {run.returncode}): {last}", output)
-        return [Grade.from_document(json.loads(path.read_text()), run.returncode, output) for path in written]
+            raise GradeFailed(f"pytest wrote no grade (exit status {returncode}): {last}", output)
+        return [Grade.from_document(json.loads(path.read_text()), returncode, output) for path in written]

@@ -53,6 +53,7 @@ class Spawned:
     at: float  # time.monotonic() at the spawn
     launcher: tuple[str, ...]
     raised: tuple[str, ...]  # the walls the launcher raised
+    preload: tuple[str, ...] = ()  # the modules it imports before its launch (grader/standby.py)
 
     @property
     def alive(self) -> bool:
@@ -169,7 +170,7 @@ def spawn(role: str, cache_dir: Path | None, preload: tuple[str, ...] = (), uid:
         theirs.close()
     return Spawned(role, cache_dir, process, scratch, uid, own_cgroup, limits,
                    Connection(req_w, readable=False), Connection(rep_r, writable=False), ours, log, at,
-                   launcher, raised)
+                   launcher, raised, preload)
 
 
 __all__ = ["Spawned", "spawn"]

@@ -9,7 +9,9 @@ launches each at its role's first size (``SandboxPool.standby``). One never need
 when the session ends.
 
 Only in the process that grades: not in an xdist controller (its workers spawn their own),
-not when pytest only collects or prints its help.
+not when pytest only collects or prints its help. A warm grading host's grade
+(``grader/prefork.py``) spawned its sandboxes earlier still, before it was asked for
+(``spawn_ahead``): each grade takes those, its own, and spawns only what they lack.
 
 On a GPU the expert's standby also imports torch.compile's modules (``TRUSTED_PRELOAD``):
 the rmsnorm and MoE experts compile, and their files' load spent seconds importing dynamo
@@ -77,18 +79,59 @@ def gpu_visible(dev: str = "/dev", torch_dir: str | None = None, environ=None) -
     return bool(glob.glob(os.path.join(torch_dir, "lib", "libtorch_cuda*")))
 
 
+# Spawned before this process knew its grade (grader/prefork.py: a warm grading host's
+# fork, waiting for its command line), for the grade to take as it configures.
+_ahead: list[Spawned] = []
+
+
+def spawn_ahead(device_request: str, attempts: int) -> None:
+    """Spawn the sandboxes of a grade not yet asked for: the expert's and ``attempts``
+    submissions'. A spawn that fails is left to the grade, which spawns again."""
+    for role in ["expert", *roles.submission_roles(attempts)]:
+        try:
+            _ahead.append(_spawn(roles.process_role(role), device_request))
+        except OSError:
+            continue
+
+
+def _spawn(process_role: str, device_request: str) -> Spawned:
+    return spawn(process_role, expert_cache() if process_role != "submission" else None,
+                 preload(process_role, device_request))
+
+
+def _taken_ahead(process_role: str, device_request: str) -> Spawned | None:
+    """One spawned ahead for ``process_role`` with the preload this grade's device asks for,
+    still alive; None if there is none."""
+    for spawned in _ahead:
+        if spawned.role == process_role and spawned.preload == preload(process_role, device_request) and spawned.alive:
+            _ahead.remove(spawned)
+            return spawned
+    return None
+
+
 def spawn_for(config, options: Options) -> dict[str, Spawned]:
-    """role -> its spawned process. A spawn that fails is left to the role's first size,
-    which spawns again and reports what fails there."""
+    """role -> its spawned process: one spawned ahead where there is one, else spawned now.
+    A spawn that fails is left to the role's first size, which spawns again and reports what
+    fails there. What was spawned ahead and is not needed is closed."""
     spawned = {}
     for role in wanted(config, options):
         process_role = roles.process_role(role)
+        taken = _taken_ahead(process_role, options.device_request)
+        if taken is not None:
+            spawned[role] = taken
+            continue
         try:
-            spawned[role] = spawn(process_role, expert_cache() if process_role != "submission" else None,
-                                  preload(process_role, options.device_request))
+            spawned[role] = _spawn(process_role, options.device_request)
         except OSError:
             continue
+    close_ahead()
     return spawned
+
+
+def close_ahead() -> None:
+    for process in _ahead:
+        process.close()
+    _ahead.clear()
 
 
 def close(spawned: dict[str, Spawned]) -> None:
@@ -97,4 +140,4 @@ def close(spawned: dict[str, Spawned]) -> None:
     spawned.clear()
 
 
-__all__ = ["TRUSTED_PRELOAD", "close", "gpu_visible", "preload", "spawn_for", "wanted"]
+__all__ = ["TRUSTED_PRELOAD", "close", "close_ahead", "gpu_visible", "preload", "spawn_ahead", "spawn_for", "wanted"]

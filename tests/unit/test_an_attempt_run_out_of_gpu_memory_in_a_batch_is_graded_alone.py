@@ -28,7 +28,7 @@ def test_only_the_attempt_run_out_of_gpu_memory_is_graded_again_alone(monkeypatc
                 "raises": ("error", [("raised", "the kernel raised ValueError: no")])}
     runs = []
 
-    def run(env, submission, **options):
+    def run(runner, env, submission, **options):
         runs.append(submission)
         if len(submission) > 1:
             return [api.Grade.from_document(_document(f, *in_batch[f.stem])) for f in submission]
@@ -44,7 +44,7 @@ def test_only_the_attempt_run_out_of_gpu_memory_is_graded_again_alone(monkeypatc
 def test_a_lone_grade_run_out_of_memory_stands(monkeypatch, tmp_path):
     runs = []
 
-    def run(env, submission, **options):
+    def run(runner, env, submission, **options):
         runs.append(submission)
         return [api.Grade.from_document(_document(submission[0], "error", [("raised", OOM)]))]
 

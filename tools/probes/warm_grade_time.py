@@ -1,0 +1,45 @@
+"""Wall seconds of back-to-back grades through ``pytest_nodus.grade`` (a fresh pytest process
+each) against ``pytest_nodus.WarmGrader`` (each forked from a warm process, its sandboxes
+spawned ahead), as a pipeline grades attempt after attempt on one host. The environment's
+solution, sealed; the two alternate, RUNS pairs, after one fresh grade that warms the host's
+caches (not counted). Each line: the caller's wall, the grade's own wall_s and its
+startup and sandbox starts (phases), the status and speedup, which must agree.
+
+    python tools/probes/warm_grade_time.py rmsnorm --runs 3 --device cpu
+"""
+
+import argparse
+import statistics
+import time
+
+from pytest_nodus import WarmGrader, grade
+
+parser = argparse.ArgumentParser()
+parser.add_argument("env")
+parser.add_argument("--runs", type=int, default=3)
+parser.add_argument("--device", default="cpu")
+parser.add_argument("--submission", default=None, help="default: expert/<env>/solution.py")
+args = parser.parse_args()
+submission = args.submission or f"expert/{args.env}/solution.py"
+walls = {"fresh": [], "warm": []}
+
+
+def one(how, grade_it):
+    began = time.perf_counter()
+    g = grade_it(args.env, submission, sealed="sealed_fixtures")
+    wall = time.perf_counter() - began
+    p = g.document["phases"]
+    speed = "-" if g.speedup is None else f"{g.speedup:.3f}x"
+    print(f"{how:>6} {g.status:8} {speed:>7} wall {wall:6.2f} s  grade wall_s {g.wall_s:6.2f}  startup "
+          f"{p['startup'] / 1e3:5.2f}  sandbox starts {p['start'] / 1e3:5.2f}", flush=True)
+    return wall
+
+
+one("warmup", lambda *a, **k: grade(*a, device=args.device, **k))
+with WarmGrader(device=args.device) as warm:
+    for _ in range(args.runs):
+        walls["warm"].append(one("warm", warm.grade))
+        walls["fresh"].append(one("fresh", lambda *a, **k: grade(*a, device=args.device, **k)))
+for how, seconds in walls.items():
+    print(f"{args.env} {how:>6} median {statistics.median(seconds):.2f} s of {len(seconds)} "
+          f"({', '.join(f'{s:.2f}' for s in seconds)})")
