@@ -16,4 +16,7 @@ The clock: ``clock`` (the grader's window), ``child_time`` and ``processes`` (/p
 Kept out of submissions: ``fatbin_scan``, ``heap_build``, ``arena_memory``.
 The verdict: ``reward``, ``report`` (terminal and JSON), ``batch_files`` (a batch's documents,
 rows and picture), ``workspace`` (an agent's folder).
+For pipelines: ``api`` (``pytest_nodus.grade``: pytest in a process of its own), ``warm_grader``
+(``pytest_nodus.WarmGrader``, in the caller's process) and ``prefork`` (the warm process it
+starts, and each grade forked from it).
 """
