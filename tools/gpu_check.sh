@@ -65,6 +65,7 @@
 #                                        # its plans built in its own process, then loaded from the store
 #   bash tools/gpu_check.sh warm         # back-to-back sealed grades: fresh processes against a warm grading
 #                                        # process (WarmGrader), rmsnorm and attention (WARM_ENVS, WARM_RUNS)
+#   bash tools/gpu_check.sh profile      # cProfile of a warm host's sealed rmsnorm grade (the grading process)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #                                        # (PHASES_TWICE=1: each again on the warm host; PHASES_BEFORE=FILE: that
 #                                        # attention file last, for an A/B of two solutions; PHASES_ONLY=rmsnorm
@@ -392,6 +393,16 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
       timeout $left python3 tools/probes/warm_grade_time.py $env --runs ${WARM_RUNS:-2} --device cuda 2>&1 |
         grep -v Warning | tee -a "$WORK/warm.txt"
     done ;;
+  profile)
+    # Where the grading process's own time goes in a sealed rmsnorm grade on the GPU: cProfile
+    # of a warm host's grade (the first grade warms the caches), its top functions by own time
+    # and by cumulative time; the profile itself is in the archive.
+    grade rmsnorm profile_warmup expert/rmsnorm/solution.py $SEALED
+    timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 -m cProfile -o $WORK/rmsnorm.prof -m pytest env_suites/rmsnorm \
+      -q -p no:cacheprovider --nodus-submission=expert/rmsnorm/solution.py $SEALED --nodus-json=$WORK/profile.json \
+      > $WORK/profile.log 2>&1
+    python3 -c "import pstats; s = pstats.Stats('$WORK/rmsnorm.prof'); s.sort_stats('tottime').print_stats(25); s.sort_stats('cumulative').print_stats('pytest_nodus', 40)" 2>&1 |
+      grep -v '^$' | cut -c1-170 | tee $WORK/profile.txt ;;
   owed_batch)
     # The sealed batch of 16 attention attempts at public-0 against each graded alone, on an
     # H200 (more attempts per turn than an H100's 3): issue 24's 5x (docs/batch.md).

@@ -58,7 +58,8 @@ def _import_grader() -> None:
     import torch
 
     # The invariant that makes forking safe for CUDA: no context in this process.
-    assert not torch.cuda.is_initialized(), "the warm process must not start CUDA"
+    if torch.cuda.is_initialized():
+        raise RuntimeError("the warm process started CUDA, which no fork of it could use")
 
 
 def _ready(parent: int, device: str, attempts: int) -> tuple[int, int]:
@@ -67,7 +68,8 @@ def _ready(parent: int, device: str, attempts: int) -> tuple[int, int]:
     # The only thread besides this one is OpenBLAS's pool (numpy's, imported by torch), whose
     # pthread_atfork handlers stop it before a fork and restart it after: nothing it holds is
     # copied held. A Python thread here would be: none may run.
-    assert threading.active_count() == 1, "the warm process forks from its one Python thread"
+    if threading.active_count() != 1:
+        raise RuntimeError(f"the warm process forks from its one Python thread, not {threading.active_count()}")
     read, write = os.pipe()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12's notice of that pool
