@@ -1,14 +1,15 @@
 """``nodus-ray``: grade attempts as Ray tasks across a cluster, one row per attempt.
 
     nodus-ray attention_backward attempts/ --sealed sealed_fixtures --device cuda \\
-        --jsonl grades.jsonl --out grades/ --png batch.png [--address auto] [--retries 1] [--per-task N]
+        --jsonl grades.jsonl --out grades/ --png batch.png [--address auto] [--retries 1] [--per-task N] [--warm]
 
 Attempts are kernel files or folders of them (``*.py``). Rows (JSON Lines, in the attempts'
 order): index, attempt, status, reward, speedup, flags, tries, wall_s; ``--out`` keeps each
 full grade; ``--png`` draws one dot per attempt, reward paid against the speed the timer
 measured (``nodus-plot``'s figure: files named solution*, starting*, cheat_* marked as
 such, other attempts by verdict; needs matplotlib); ``--per-task N`` grades N attempts per task
-as one batch against one expert run on its GPU. Needs the ray extra (``pip install pytest-nodus[ray]``); see
+as one batch against one expert run on its GPU; ``--warm`` grades from a warm process each
+worker keeps across its tasks (``pytest_nodus.WarmGrader``). Needs the ray extra (``pip install pytest-nodus[ray]``); see
 ``pytest_nodus/fanout/ray_grades.py``.
 """
 
@@ -33,6 +34,8 @@ def main(argv=None) -> int:
     parser.add_argument("--address", help="the Ray cluster to join (default: a local instance)")
     parser.add_argument("--per-task", type=int, default=1,
                         help="attempts per task: graded as one batch against one expert run on its GPU")
+    parser.add_argument("--warm", action="store_true",
+                        help="each worker grades from a warm grading process it keeps across its tasks")
     args = parser.parse_args(argv)
     import ray
 
@@ -42,7 +45,8 @@ def main(argv=None) -> int:
     if not ray.is_initialized():
         ray.init(address=args.address)
     rows = grade_attempts(args.env, args.attempts, sealed=args.sealed, device=args.device, reruns=args.reruns,
-                          retries=args.retries, jsonl=args.jsonl, out_dir=args.out, per_task=args.per_task)
+                          retries=args.retries, jsonl=args.jsonl, out_dir=args.out, per_task=args.per_task,
+                          warm=args.warm)
     for row in rows:
         sys.stdout.write(json.dumps(row) + "\n")
     if args.png and not batch_files.draw_rows(args.png, rows, f"{args.env}: {len(rows)} attempts"):

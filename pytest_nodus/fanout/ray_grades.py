@@ -14,6 +14,12 @@ its GPU (``grader/rounds.py``). The environment (an installed name or a folder) 
 folder are resolved on the worker, so every worker host needs the grader's checkout at the
 same path. Ray places the tasks (``num_gpus=1`` on a GPU cluster); nothing here schedules.
 
+With ``warm=True`` each worker process grades through a :class:`pytest_nodus.WarmGrader` it
+keeps across its tasks (Ray reuses a worker for the tasks it places there): every grade
+still a fresh process with fresh sandboxes, forked from a warm one (``grader/prefork.py``),
+without the interpreter's, torch's and the sandboxes' start in each. The warm process dies
+with its worker.
+
 A task whose worker is lost (killed, out of memory, its node gone) is submitted again, up to
 ``retries`` times; past that each of its attempts' rows is at the floor with status ``error``
 and code ``no_result``. A grade that ran is never retried, whatever its verdict, and a grader that
@@ -32,8 +38,29 @@ from pytest_nodus.grader import batch_files
 from pytest_nodus.grader.batch_files import FLOOR, attempt_files, row as _row  # noqa: F401  (re-exported)
 
 
+# This worker process's warm grader (warm=True), and what it was started for: the device
+# request, the GPU Ray gave the task (its CUDA_VISIBLE_DEVICES, fixed in the warm process's
+# environment at its start) and the attempts per task.
+_warm: dict = {}
+
+
+def _warm_grader(device: str, attempts: int):
+    from pytest_nodus.grader.warm_grader import WarmGrader
+
+    key = (device, os.environ.get("CUDA_VISIBLE_DEVICES"), attempts)
+    held = _warm.get("grader")
+    if held is not None and (_warm["key"] != key or not held.alive):
+        held.close()  # started for another GPU, or ended: one warm process per worker
+        held = None
+    if held is None:
+        held = _warm["grader"] = WarmGrader(device=device, attempts=attempts)
+        _warm["key"] = key
+    return held
+
+
 def _grade_chunk(env: str, names: Sequence[str], sources: Sequence[bytes], sealed: str | None, device: str,
-                 reruns: int, pytest_args: Sequence[str], progress: str | None, indices: Sequence[int]) -> list[dict]:
+                 reruns: int, pytest_args: Sequence[str], progress: str | None, indices: Sequence[int],
+                 warm: bool = False) -> list[dict]:
     """The task: its attempts' grade documents, in order; several attempts are one batch (one
     expert run on this task's GPU). Its pid goes to ``progress`` first, per attempt, so an
     operator (or a test) can see which worker grades which attempt."""
@@ -48,7 +75,11 @@ def _grade_chunk(env: str, names: Sequence[str], sources: Sequence[bytes], seale
             (Path(work) / str(index)).mkdir()  # two attempts may share a file name
             paths.append(Path(work) / str(index) / name)
             paths[-1].write_bytes(source)
-        grades = grade(env, paths, sealed=sealed, device=device, reruns=reruns, pytest_args=pytest_args)
+        if warm:
+            grades = _warm_grader(device, len(paths)).grade(env, paths, sealed=sealed, reruns=reruns,
+                                                             pytest_args=pytest_args)
+        else:
+            grades = grade(env, paths, sealed=sealed, device=device, reruns=reruns, pytest_args=pytest_args)
         return [g.document for g in grades]
 
 
@@ -62,11 +93,13 @@ def _lost(exc: BaseException) -> bool:
 def grade_attempts(env: str | Path, attempts: Sequence[str | Path], *, sealed: str | Path | None = None,
                    device: str = "auto", reruns: int = 1, pytest_args: Sequence[str] = (), retries: int = 1,
                    jsonl: str | Path | None = None, out_dir: str | Path | None = None,
-                   progress_dir: str | Path | None = None, per_task: int = 1) -> list[dict[str, Any]]:
+                   progress_dir: str | Path | None = None, per_task: int = 1,
+                   warm: bool = False) -> list[dict[str, Any]]:
     """One row per attempt (files, or folders of them), in order; ``jsonl`` gets them as JSON
     Lines and ``out_dir`` each full grade as ``<index>-<file stem>.json``. ``per_task``
     attempts share a task: a batch against one expert run on its GPU (a lost worker retries
-    them all). Starts a local Ray instance if none is connected."""
+    them all). ``warm``: each worker grades from a warm process it keeps across its tasks.
+    Starts a local Ray instance if none is connected."""
     import ray
 
     if not ray.is_initialized():
@@ -85,7 +118,7 @@ def grade_attempts(env: str | Path, attempts: Sequence[str | Path], *, sealed: s
     def submit(c: int):
         members = chunks[c]
         return task.remote(env_ref, [files[i].name for i in members], [sources[i] for i in members], sealed_ref,
-                           device, reruns, list(pytest_args), progress, members)
+                           device, reruns, list(pytest_args), progress, members, warm)
 
     pending = {submit(c): c for c in range(len(chunks))}
     tries = [1] * len(chunks)

@@ -72,6 +72,10 @@ class WarmGrader:
             raise subprocess.TimeoutExpired(["pytest", *args], timeout_s, output=_read(output)) from None
         return status, _read(output)
 
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
     def _reply(self, deadline: float | None) -> dict:
         stdout = self._process.stdout
         if deadline is not None:

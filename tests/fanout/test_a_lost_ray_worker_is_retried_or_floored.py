@@ -18,7 +18,14 @@ SOLUTION = REPO / "expert" / "rmsnorm" / "solution.py"
 STARTING = REPO / "env_suites" / "rmsnorm" / "starting_kernel.py"
 
 
-def _grade_killing_first_worker(tmp_path, retries: int) -> list[dict]:
+def _is_warm(pid: int) -> bool:
+    try:
+        return b"pytest_nodus.grader.prefork" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _grade_killing_first_worker(tmp_path, retries: int, warm: bool = False) -> list[dict]:
     from pytest_nodus.fanout.ray_grades import grade_attempts
 
     progress = tmp_path / "progress"
@@ -26,14 +33,16 @@ def _grade_killing_first_worker(tmp_path, retries: int) -> list[dict]:
     rows: list = []
     driver = threading.Thread(target=lambda: rows.extend(grade_attempts(
         "rmsnorm", [SOLUTION, STARTING], sealed=REPO / "sealed_fixtures", device="cpu", pytest_args=["-k", "public"],
-        retries=retries, progress_dir=progress)))
+        retries=retries, progress_dir=progress, warm=warm)))
     driver.start()
     deadline = time.monotonic() + 120
     while not (progress / "0.pid").exists():
         assert time.monotonic() < deadline, "the first attempt's task never started"
         time.sleep(0.05)
     worker = int((progress / "0.pid").read_text())
-    while not (grade := descendants(worker)):  # its grade's pytest under way (slower on a loaded machine)
+    # Its grade's pytest under way (slower on a loaded machine); warm: the warm process, the
+    # grade forked from it and the next grade's child, forked as this one started.
+    while not (grade := descendants(worker)) or (warm and len([p for p in grade if _is_warm(p)]) < 3):
         assert time.monotonic() < deadline, "the task started no grade"
         time.sleep(0.05)
     time.sleep(1)
@@ -45,8 +54,10 @@ def _grade_killing_first_worker(tmp_path, retries: int) -> list[dict]:
     return rows
 
 
-def test_a_lost_worker_is_retried(ray_cluster, tmp_path):
-    rows = _grade_killing_first_worker(tmp_path, retries=1)
+@pytest.mark.parametrize("warm", [False, True], ids=["fresh", "warm"])
+def test_a_lost_worker_is_retried(ray_cluster, tmp_path, warm):
+    # warm: the worker's warm grading process, its grade and their sandboxes die with it.
+    rows = _grade_killing_first_worker(tmp_path, retries=1, warm=warm)
     assert [(r["status"], r["tries"]) for r in rows] == [("correct", 2), ("correct", 1)]
 
 
