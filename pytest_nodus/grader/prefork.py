@@ -152,8 +152,15 @@ def _exit(status: int) -> None:
     os._exit(status)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """A batch's request can outgrow a pipe's buffer; the child reads it whole meanwhile."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _reply(message: dict) -> None:
-    os.write(1, (json.dumps(message) + "\n").encode())
+    _write_all(1, (json.dumps(message) + "\n").encode())
 
 
 def serve(device: str, attempts: int) -> int:
@@ -162,12 +169,12 @@ def serve(device: str, attempts: int) -> int:
     pid, to_child = _ready(me, device, attempts)
     for line in sys.stdin.buffer:
         try:
-            os.write(to_child, line)  # a request is far smaller than a pipe's buffer (64 KiB)
+            _write_all(to_child, line)
         except BrokenPipeError:  # the waiting child was killed from outside: a fresh one grades
             os.close(to_child)
             os.waitpid(pid, 0)
             pid, to_child = _ready(me, device, attempts)
-            os.write(to_child, line)
+            _write_all(to_child, line)
         os.close(to_child)
         running = pid
         pid, to_child = _ready(me, device, attempts)  # the next grade's sandboxes start now

@@ -59,17 +59,25 @@ class WarmGrader:
         with tempfile.NamedTemporaryFile(prefix="nodus-warm-", suffix=".out", dir=cwd, delete=False) as out:
             output = Path(out.name)
         request = {"args": args, "cwd": cwd, "output": str(output)}
-        self._process.stdin.write((json.dumps(request) + "\n").encode())
-        self._process.stdin.flush()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        pid = self._reply(deadline)["pid"]
         try:
-            status = self._reply(deadline)["exit"]
+            self._process.stdin.write((json.dumps(request) + "\n").encode())
+            self._process.stdin.flush()
+            pid = self._reply(None)["pid"]  # sent as the grade starts
+            try:
+                status = self._reply(deadline)["exit"]
+            except subprocess.TimeoutExpired:
+                # Its sandboxes die with it (their parent-death signal); the warm process reaps it.
+                os.kill(pid, signal.SIGKILL)
+                self._reply(None)
+                raise subprocess.TimeoutExpired(["pytest", *args], timeout_s, output=_read(output)) from None
         except subprocess.TimeoutExpired:
-            # Its sandboxes die with it (their parent-death signal); the warm process reaps it.
-            os.kill(pid, signal.SIGKILL)
-            self._reply(None)
-            raise subprocess.TimeoutExpired(["pytest", *args], timeout_s, output=_read(output)) from None
+            raise
+        except BaseException:
+            # Interrupted mid-grade (an exception in this thread, a broken pipe): the replies
+            # still owed would answer the next request, so this grader ends with its grade.
+            self._process.kill()
+            raise
         return status, _read(output)
 
     @property
