@@ -39,6 +39,8 @@ import threading
 import traceback
 import warnings
 
+from pytest_nodus.grader import frozen_heap
+
 # What every grade imports (a CPU grade of rmsnorm imports ~1500 modules; on a GPU host
 # torch's import alone takes seconds). Hypothesis through grader/plain_import: as a grade
 # would, past pytest's assertion rewriter.
@@ -71,6 +73,7 @@ def _ready(parent: int, device: str, attempts: int) -> tuple[int, int]:
     if threading.active_count() != 1:
         raise RuntimeError(f"the warm process forks from its one Python thread, not {threading.active_count()}")
     read, write = os.pipe()
+    frozen_heap.freeze()  # a grade's collections skip what this process imported
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12's notice of that pool
         pid = os.fork()

@@ -18,7 +18,7 @@ import itertools
 
 import pytest
 
-from pytest_nodus.grader import phases, plain_import, reward
+from pytest_nodus.grader import frozen_heap, phases, plain_import, reward
 from pytest_nodus.grader.results import SizeResult
 
 GRADED_MARKER = "nodus_graded"  # the tests whose verdicts make the grade
@@ -141,6 +141,7 @@ class GradeRunner:
     def _hypothesis(self, env, rerun: int, check) -> str | None:
         """Run ``check(dims)`` over the environment's domain; what stopped it, if anything did."""
         plain_import.hypothesis()
+        frozen_heap.freeze()  # before Hypothesis's first test walks every object (grader/frozen_heap.py)
         from hypothesis import HealthCheck, given, seed, settings
 
         from pytest_nodus.grader import fuzz, inputs
