@@ -9,23 +9,34 @@ collection visits; what is created later is collected as before.
 
 Two callers: the warm grading process, right before each fork (``grader/prefork.py``: the
 CPython documentation's recipe for fork servers, which also keeps the collector from
-touching, and so copying, pages a grade shares with its parent), and a grade's fuzz, before
-Hypothesis's first test, once the grader's imports are done (``grader/suite.py``). At the
-end of a session the objects are handed back (``thaw``), so that the interpreter's own
-teardown finds them where it expects them. Runs only in the grader.
+touching, and so copying, the pages a grade shares with its parent), and a grade's fuzz,
+before Hypothesis's first test, once the grader's imports are done (``grader/suite.py``).
+At the end of a session a fresh process hands the objects back (``thaw``), so that the
+interpreter's own teardown finds them where it expects them; a grade forked from the warm
+process keeps them frozen: it ends without that teardown, and a collection over its
+parent's objects would copy every page it shares with it. Runs only in the grader.
 """
 
 from __future__ import annotations
 
 import gc
 
+_forked = False  # set in the warm process before it forks: its grades inherit it
+
 
 def freeze() -> None:
     gc.freeze()
 
 
+def freeze_for_fork() -> None:
+    global _forked
+    _forked = True
+    gc.freeze()
+
+
 def thaw() -> None:
-    gc.unfreeze()
+    if not _forked:
+        gc.unfreeze()
 
 
-__all__ = ["freeze", "thaw"]
+__all__ = ["freeze", "freeze_for_fork", "thaw"]

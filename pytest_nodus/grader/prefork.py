@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import ctypes
+import gc
 import json
 import os
 import random
@@ -73,7 +74,7 @@ def _ready(parent: int, device: str, attempts: int) -> tuple[int, int]:
     if threading.active_count() != 1:
         raise RuntimeError(f"the warm process forks from its one Python thread, not {threading.active_count()}")
     read, write = os.pipe()
-    frozen_heap.freeze()  # a grade's collections skip what this process imported
+    frozen_heap.freeze_for_fork()  # a grade's collections skip what this process imported
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12's notice of that pool
         pid = os.fork()
@@ -186,6 +187,7 @@ def serve(device: str, attempts: int) -> int:
         _reply({"exit": os.waitstatus_to_exitcode(status)})
     os.close(to_child)  # the waiting child reads nothing and ends
     os.waitpid(pid, 0)
+    gc.unfreeze()  # for the interpreter's own teardown
     return 0
 
 
