@@ -2,7 +2,7 @@
 each) against ``pytest_nodus.WarmGrader`` (each forked from a warm process, its sandboxes
 spawned ahead), as a pipeline grades attempt after attempt on one host. The environment's
 solution, sealed; the two alternate, RUNS pairs, after one fresh grade that warms the host's
-caches (not counted). Each line: the caller's wall, the grade's own wall_s and its
+caches and the warm grader's first grade, which waits for its own start (neither counted). Each line: the caller's wall, the grade's own wall_s and its
 startup and sandbox starts (phases), the status and speedup, which must agree.
 
     python tools/probes/warm_grade_time.py rmsnorm --runs 3 --device cpu
@@ -37,6 +37,7 @@ def one(how, grade_it):
 
 one("warmup", lambda *a, **k: grade(*a, device=args.device, **k))
 with WarmGrader(device=args.device) as warm:
+    one("first", warm.grade)
     for _ in range(args.runs):
         walls["warm"].append(one("warm", warm.grade))
         walls["fresh"].append(one("fresh", lambda *a, **k: grade(*a, device=args.device, **k)))
