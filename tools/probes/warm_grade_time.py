@@ -9,8 +9,10 @@ startup and sandbox starts (phases), the status and speedup, which must agree.
 """
 
 import argparse
+import importlib.metadata
 import statistics
 import time
+from pathlib import Path
 
 from pytest_nodus import WarmGrader, grade
 
@@ -21,12 +23,17 @@ parser.add_argument("--device", default="cpu")
 parser.add_argument("--submission", default=None, help="default: expert/<env>/solution.py")
 args = parser.parse_args()
 submission = args.submission or f"expert/{args.env}/solution.py"
+# From a checkout that was not pip-installed (the GPU machine): the environment's folder, and
+# the plugin named, as the root conftest.py names it for pytest run from the checkout.
+env = Path("env_suites") / args.env if (Path("env_suites") / args.env).is_dir() else args.env
+installed = any(ep.name == "nodus" for ep in importlib.metadata.entry_points(group="pytest11"))
+plugin = [] if installed else ["-p", "pytest_nodus.grader.plugin"]
 walls = {"fresh": [], "warm": []}
 
 
 def one(how, grade_it):
     began = time.perf_counter()
-    g = grade_it(args.env, submission, sealed="sealed_fixtures")
+    g = grade_it(env, submission, sealed="sealed_fixtures", pytest_args=plugin)
     wall = time.perf_counter() - began
     p = g.document["phases"]
     speed = "-" if g.speedup is None else f"{g.speedup:.3f}x"
