@@ -65,8 +65,8 @@ def pytest_configure(config):
 def _no_closing_collections(config) -> None:
     """A grade's end runs no forced garbage collections. pytest's unraisable-exception plugin
     collects five times as the session ends, to report what a test's garbage raised: with
-    torch's heap, half a second of a CPU grade's wall, in every grade; no verdict reads those
-    warnings (the grade is the JSON). The key is pytest's own (its pytester sets it so);
+    torch's heap, 0.38 s of a sealed CPU grade (docs/results/throughput.md), in every grade;
+    no verdict reads those warnings (the grade is the JSON). The key is pytest's own (its pytester sets it so);
     a pytest without it collects no more than once."""
     try:
         from _pytest.unraisableexception import gc_collect_iterations_key
