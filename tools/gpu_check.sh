@@ -378,7 +378,8 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     # the moe expert as a trusted submission under its card's 48 GiB budget (more than an H100
     # holds at hidden-1), whose sizes after a restarted sandbox raised opening its inductor
     # caches' old paths; then issue 24's walls and the experts against themselves, measured
-    # so far on H100s only. One device call holds about this much: the batch is owed_batch.
+    # so far on H100s only. One device call holds about this much: the batch is owed_batch,
+    # the warm grader's walls are warm.
     bash "$0" moe_expert
     PHASES_TWICE=1 bash "$0" phases
     STABILITY_RERUNS=3 bash "$0" attention_stability rmsnorm_stability ;;
