@@ -141,6 +141,14 @@ def ray_cluster():
     ray.shutdown()
 
 
+def runs(pid: int, module: str) -> bool:
+    """Whether the live process ``pid`` runs ``python -m module`` (by its command line)."""
+    try:
+        return module.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def descendants(root: int) -> set[int]:
     """Every live process below ``root``, from /proc."""
     children: dict[int, list[int]] = {}

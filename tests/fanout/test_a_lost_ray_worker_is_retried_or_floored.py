@@ -10,19 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, descendants
+from conftest import REPO, descendants, runs
 
 pytestmark = pytest.mark.grade
 
+PREFORK = "pytest_nodus.grader.prefork"  # the warm grading process and its forks
 SOLUTION = REPO / "expert" / "rmsnorm" / "solution.py"
 STARTING = REPO / "env_suites" / "rmsnorm" / "starting_kernel.py"
 
-
-def _is_warm(pid: int) -> bool:
-    try:
-        return b"pytest_nodus.grader.prefork" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
 
 
 def _grade_killing_first_worker(tmp_path, retries: int, warm: bool = False) -> list[dict]:
@@ -42,7 +37,7 @@ def _grade_killing_first_worker(tmp_path, retries: int, warm: bool = False) -> l
     worker = int((progress / "0.pid").read_text())
     # Its grade's pytest under way (slower on a loaded machine); warm: the warm process, the
     # grade forked from it and the next grade's child, forked as this one started.
-    while not (grade := descendants(worker)) or (warm and len([p for p in grade if _is_warm(p)]) < 3):
+    while not (grade := descendants(worker)) or (warm and sum(runs(p, PREFORK) for p in grade) < 3):
         assert time.monotonic() < deadline, "the task started no grade"
         time.sleep(0.05)
     time.sleep(1)

@@ -6,14 +6,15 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
-from conftest import REPO, descendants
+from conftest import REPO, descendants, runs
 
 from pytest_nodus import WarmGrader
 
 pytestmark = pytest.mark.grade
+
+SANDBOX = "pytest_nodus.sandbox"
 
 HANGS = '''
 import time
@@ -22,12 +23,6 @@ def kernel(x, weight, eps):
     time.sleep(10 ** 6)
 '''
 
-
-def _is_sandbox(pid: int) -> bool:
-    try:
-        return b"pytest_nodus.sandbox" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
 
 
 def test_the_hung_grade_and_its_sandboxes_end_and_the_next_grade_runs(tmp_path):
@@ -45,13 +40,14 @@ def test_the_hung_grade_and_its_sandboxes_end_and_the_next_grade_runs(tmp_path):
         caller = threading.Thread(target=hung_grade)
         caller.start()
         time.sleep(10)  # the hung call under way, the next grade's sandboxes spawned ahead
-        sandboxes = {p for p in descendants(warm._process.pid) if _is_sandbox(p)}
+        sandboxes = {p for p in descendants(warm._process.pid) if runs(p, SANDBOX)}
         caller.join(60)
         assert raised, "no TimeoutExpired"
         deadline = time.monotonic() + 10
         # The hung grade's sandboxes end; those left are the next grade's, still the warm process's.
-        while orphans := {p for p in sandboxes if _is_sandbox(p)} - descendants(warm._process.pid):
+        while orphans := {p for p in sandboxes if runs(p, SANDBOX)} - descendants(warm._process.pid):
             assert time.monotonic() < deadline, f"sandboxes outlived their grade: {orphans}"
             time.sleep(0.1)
-        assert {p for p in sandboxes if _is_sandbox(p)} < sandboxes, "no sandbox of the hung grade ended"
-        assert warm.grade("rmsnorm", REPO / "expert" / "rmsnorm" / "solution.py", pytest_args=["-k", "public-0"]).correct
+        assert {p for p in sandboxes if runs(p, SANDBOX)} < sandboxes, "no sandbox of the hung grade ended"
+        solution = REPO / "expert" / "rmsnorm" / "solution.py"
+        assert warm.grade("rmsnorm", solution, pytest_args=["-k", "public-0"]).correct

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, descendants
+from conftest import REPO, descendants, runs
 
 pytestmark = pytest.mark.grade
 
@@ -25,12 +25,6 @@ def kernel(x, weight, eps):
 '''
 
 
-def _is_sandbox(pid: int) -> bool:
-    try:
-        return b"pytest_nodus.sandbox" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
 
 def test_killing_the_grader_kills_its_sandboxes(tmp_path):
     kernel = tmp_path / "sleeper.py"
@@ -40,16 +34,16 @@ def test_killing_the_grader_kills_its_sandboxes(tmp_path):
                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while not [p for p in descendants(grader.pid) if _is_sandbox(p)]:
+        while not [p for p in descendants(grader.pid) if runs(p, "pytest_nodus.sandbox")]:
             assert time.monotonic() < deadline, "no sandbox started"
             time.sleep(0.1)
         time.sleep(3)  # both sandboxes up, the submission's call under way
         left = descendants(grader.pid)
-        assert any(_is_sandbox(p) for p in left)
+        assert any(runs(p, "pytest_nodus.sandbox") for p in left)
     finally:
         os.kill(grader.pid, signal.SIGKILL)
         grader.wait()
     deadline = time.monotonic() + 10
-    while alive := [p for p in left if Path(f"/proc/{p}").exists() and _is_sandbox(p)]:
+    while alive := [p for p in left if Path(f"/proc/{p}").exists() and runs(p, "pytest_nodus.sandbox")]:
         assert time.monotonic() < deadline, f"sandboxes outlived their grader: {alive}"
         time.sleep(0.1)
