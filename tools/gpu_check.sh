@@ -391,7 +391,8 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     for env in ${WARM_ENVS:-rmsnorm attention_backward}; do
       left=$(( NODUS_DEADLINE - $(date +%s) ))
       [ $left -lt 60 ] && { echo "warm $env skipped (deadline)"; continue; }
-      timeout $left python3 tools/probes/warm_grade_time.py $env --runs ${WARM_RUNS:-2} --device cuda 2>&1 |
+      timeout $left python3 tools/probes/warm_grade_time.py $env --runs ${WARM_RUNS:-2} --device cuda \
+        --json-dir "$WORK/warm" 2>&1 |
         grep -v Warning | tee -a "$WORK/warm.txt"
     done ;;
   profile)
