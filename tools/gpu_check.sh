@@ -65,6 +65,7 @@
 #                                        # its plans built in its own process, then loaded from the store
 #   bash tools/gpu_check.sh warm         # back-to-back sealed grades: fresh processes against a warm grading
 #                                        # process (WarmGrader), rmsnorm and attention (WARM_ENVS, WARM_RUNS)
+#   bash tools/gpu_check.sh bytecode     # the grader's bytecode cache: imports and sealed rmsnorm grades without and with it
 #   bash tools/gpu_check.sh profile      # cProfile of a warm host's sealed rmsnorm grade (the grading process)
 #   bash tools/gpu_check.sh phases       # issue 24's walls: rmsnorm and attention solutions, sealed, one rerun, alone
 #                                        # (PHASES_TWICE=1: each again on the warm host; PHASES_BEFORE=FILE: that
@@ -125,6 +126,13 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,no
 # Whether the host keeps bytecode: where it does not, every grading process compiles its imports anew
 # (docs/results/throughput.md, Hypothesis past the assertion rewriter).
 python3 -c 'import sys, torch, pathlib; print("python", sys.version.split()[0], "torch", torch.__version__, "writes bytecode:", not sys.dont_write_bytecode, "torch has bytecode:", any((pathlib.Path(torch.__file__).parent / "__pycache__").glob("__init__.cpython-*.pyc")))'
+# The grader's bytecode cache (grader/bytecode.py), filled before any grade as a host's set-up
+# would; BYTECODE_AHEAD=0 leaves it to the first grade's helper.
+BYTECODE_DIR=$(python3 -c 'from pytest_nodus.grader import bytecode; print(bytecode.directory())')
+if [ "${BYTECODE_AHEAD:-1}" = 1 ]; then
+  t0=$(date +%s.%N); python3 -m pytest_nodus.grader.bytecode | tr '\n' ' '
+  echo "(bytecode cache filled in $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s)"
+fi
 export SEALED=--nodus-sealed=sealed_fixtures  # exported: xargs children grade sealed too
 # The trusted experts' cuDNN plan store (pytest_nodus/trusted/cudnn_plans.py, options.expert_cache).
 PLAN_STORE="${XDG_CACHE_HOME:-$HOME/.cache}/pytest-nodus/expert/cudnn-plans"
@@ -395,6 +403,22 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
         --json-dir "$WORK/warm" 2>&1 |
         grep -v Warning | tee -a "$WORK/warm.txt"
     done ;;
+  bytecode)
+    # The grader's bytecode cache on this host: the imports of a sandbox, a trusted preload and
+    # a grading process with and without it (tools/probes/bytecode_import_time.py), then sealed
+    # rmsnorm grades with the cache removed just before (the grade's own helper refills it
+    # after its end) and with it, alternated (BYTECODE_RUNS pairs, default 2).
+    timeout $(( NODUS_DEADLINE - $(date +%s) )) python3 tools/probes/bytecode_import_time.py --runs 2 2>&1 |
+      tee "$WORK/bytecode.txt"
+    for run in $(seq ${BYTECODE_RUNS:-2}); do
+      rm -rf "$BYTECODE_DIR"
+      grade rmsnorm bytecode_without_$run expert/rmsnorm/solution.py $SEALED
+      python3 -m pytest_nodus.grader.bytecode > /dev/null  # waits for the helper's lock, then finds it complete
+      grade rmsnorm bytecode_with_$run expert/rmsnorm/solution.py $SEALED
+    done
+    for f in "$WORK"/bytecode_*.json; do
+      [ -f "$f" ] && python3 -c "import json, sys; from pytest_nodus.grader import phases; d = json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-1][:-5], phases.line(d['phases']))" "$f"
+    done | tee -a "$WORK/bytecode.txt" ;;
   profile)
     # Where the grading process's own time goes in a sealed rmsnorm grade on the GPU: cProfile
     # of a warm host's grade (the first grade warms the caches), its top functions by own time

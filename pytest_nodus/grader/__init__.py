@@ -18,5 +18,6 @@ The verdict: ``reward``, ``report`` (terminal and JSON), ``batch_files`` (a batc
 rows and picture), ``workspace`` (an agent's folder).
 For pipelines: ``api`` (``pytest_nodus.grade``: pytest in a process of its own), ``warm_grader``
 (``pytest_nodus.WarmGrader``, in the caller's process) and ``prefork`` (the warm process it
-starts, and each grade forked from it).
+starts, and each grade forked from it). A host's: ``bytecode`` and ``bytecode_files`` (the
+grader's bytecode cache, filled by a helper process of its own, read by every sandbox).
 """

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from pytest_nodus.grader import batch_files, walls
+from pytest_nodus.grader import batch_files, bytecode, walls
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def _grade(runner, env, submission, *, one_run: bool, **options) -> Grade | list
 def _fresh_process(args: list[str], cwd: str, timeout_s: float | None) -> tuple[int, str]:
     """pytest in a process of its own: (its exit status, its output)."""
     run = subprocess.run([*walls.die_with_parent(), sys.executable, "-m", "pytest", *args], cwd=cwd,
-                         capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+                         env=bytecode.process_environ(), capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
     return run.returncode, run.stdout + run.stderr
 
 

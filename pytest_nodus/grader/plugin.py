@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_nodus.grader import bytecode
 from pytest_nodus.grader.options import Options, pytest_addoption  # noqa: F401  (a hook)
 from pytest_nodus.grader.session import NodusSession
 from pytest_nodus.grader.suite import GRADED_MARKER
@@ -58,6 +59,7 @@ def pytest_configure(config):
         config.option.maxfail = 1
     if options.submission is not None:
         _no_closing_collections(config)
+        bytecode.write_none_into()
     config.pluginmanager.register(NodusSession(config, options), "nodus-session")
     config.addinivalue_line("markers", f"{GRADED_MARKER}: a test whose verdict enters the pytest-nodus grade")
 

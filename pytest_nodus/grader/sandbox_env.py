@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pytest_nodus.grader import bytecode
 from pytest_nodus.trusted.cudnn_plans import CACHE_VARIABLE
 
 INHERITED = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
@@ -31,6 +32,10 @@ def variables(scratch: Path, cache_dir: Path | None, uid: int | None, role: str)
         "TRITON_CACHE_DIR": str(caches / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
     })
+    cached = bytecode.offered()
+    if cached is not None:
+        # The grader's bytecode of the libraries it imports: read, never written (grader/bytecode.py).
+        env["PYTHONPYCACHEPREFIX"] = str(cached)
     if cache_dir is not None and role != "submission":
         # Where a trusted file keeps what it builds across grades besides the compilers' caches
         # (the cuDNN experts' plans: trusted/cudnn_plans.py). A submission never has one.

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_nodus.grader import frozen_heap, standby, turns
+from pytest_nodus.grader import bytecode, frozen_heap, standby, turns
 from pytest_nodus.grader.suite import (ATTEMPT_KEY, GRADED_MARKER, GRADED_PROPERTY, RESULT_PROPERTY, STOPS_THE_GRADE,
                                        name_graded_test)
 
@@ -281,6 +281,7 @@ class NodusSession:
     def pytest_unconfigure(self, config):
         standby.close(self.standby)  # a session that never reached its finish
         frozen_heap.thaw()
+        bytecode.refresh()  # for the next grade on this host, after this one
 
     def _meta(self, submission: Path, not_graded: int, outside: dict) -> dict:
         from pytest_nodus.grader import environment, report

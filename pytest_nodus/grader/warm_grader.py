@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from pytest_nodus.grader import api, walls
+from pytest_nodus.grader import api, bytecode, walls
 
 
 class WarmGrader:
@@ -42,7 +42,7 @@ class WarmGrader:
         self._process = subprocess.Popen(
             [*walls.die_with_parent(), sys.executable, "-m", "pytest_nodus.grader.prefork", f"--device={device}",
              f"--attempts={attempts}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            bufsize=0)  # unbuffered: a reply read ahead into a buffer would hide from select
+            env=bytecode.process_environ(), bufsize=0)  # unbuffered: a reply read ahead into a buffer would hide from select
 
     def grade(self, env: str | Path, submission: str | Path | Sequence[str | Path], *,
               sealed: str | Path | None = None, reruns: int = 1, seed: int | None = None, against: str = "expert",

@@ -32,6 +32,8 @@ def confine(scratch: str, device: torch.device, unreadable_libraries=(),
     # a sandbox reads only its own. The device files it needs are named one by one below.
     read = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/run",
             sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)), _PACKAGE}
+    if sys.pycache_prefix:
+        read.add(sys.pycache_prefix)  # the grader's bytecode cache: its imports after confinement read it too
     read.update(site.getsitepackages())
     read.update(p for p in sysconfig.get_paths().values() if p)
     if site.ENABLE_USER_SITE and site.getusersitepackages():

@@ -75,6 +75,9 @@ WALL_PLANTS = {
     "poison_compile_caches": "d = tempfile.mkdtemp(prefix='nodus-canary-'); "
                              "os.makedirs(os.path.join(d, 'pytest-nodus', 'expert', 'triton')); "
                              "os.environ['XDG_CACHE_HOME'] = d",
+    # The grader's bytecode cache, as the prefix its imports read (a copy of torch's folder in it).
+    "poison_bytecode_cache": "d = tempfile.mkdtemp(prefix='nodus-canary-'); "
+                             "os.makedirs(d + os.path.dirname(os.path.realpath(torch.__file__))); sys.pycache_prefix = d",
     # What the trusted expert keeps across grades, under the cache folder it names.
     "read_expert_caches": "d = tempfile.mkdtemp(prefix='nodus-canary-'); "
                           "p = os.path.join(d, 'pytest-nodus', 'expert', 'cudnn-plans'); os.makedirs(p); "
