@@ -94,10 +94,11 @@ def _ours_alone(path: Path) -> bool:
 
 @functools.cache
 def key() -> str:
-    """What the cache was filled for: this interpreter and every distribution it holds
-    bytecode of, with their versions. An upgrade changes it, and the cache is refilled."""
+    """What the cache was filled for: this interpreter, every distribution it holds bytecode
+    of with their versions, and the grader's package's folder. An upgrade or another checkout
+    changes it, and the cache is refilled."""
     names = sorted(f"{d.metadata['Name']}=={d.version}" for d in bytecode_files.distributions(GRADE_EXTRAS))
-    text = json.dumps([sys.version, sysconfig.get_paths()["stdlib"], names])
+    text = json.dumps([sys.version, sysconfig.get_paths()["stdlib"], names, str(bytecode_files.PACKAGE)])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
