@@ -159,7 +159,6 @@ def _target(where: str | None, source: str) -> str:
 
 
 def _chunk(where: str, chunk: list[str]) -> int:
-    os.umask(0o022)
     return sum(_one(where, s) for s in chunk)
 
 
