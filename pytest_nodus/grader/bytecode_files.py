@@ -26,6 +26,10 @@ PROJECT = "pytest-nodus"
 # Parts of the standard library no grade imports: its own tests, Tk, the demos, the installers.
 STDLIB_SKIPPED = {"test", "tests", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip",
                   "site-packages", "dist-packages", "__pycache__"}
+# What a grade's processes import as they start: the grading process's, a sandbox's spawn, a
+# trusted sandbox's preload on a GPU (grader/standby.py). The helper imports them to find the
+# packages they bring in; nothing of theirs runs beyond their imports.
+IMPORTED = ("numpy", "torch", "triton", "pytest", "xdist", "hypothesis", "torch._dynamo", "torch._inductor.compile_fx")
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _HEADER = 16  # magic, flags, source mtime, source size (PEP 552)
 
@@ -65,28 +69,57 @@ def _declared(extras: tuple[str, ...]) -> list[str]:
     return _requirements(lines)
 
 
-def distributions(extras: tuple[str, ...]) -> list[importlib.metadata.Distribution]:
-    """The installed closure of pytest-nodus's requirements (with ``extras``), without it."""
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()  # PEP 503
+
+
+def distributions(extras: tuple[str, ...], imported: tuple[str, ...] = ()) -> list[importlib.metadata.Distribution]:
+    """The installed closure of pytest-nodus's requirements (with ``extras``), with it, and
+    the distributions of every top-level package that importing ``imported`` brings in:
+    some are imported without being declared (torch imports certifi)."""
     found: dict[str, importlib.metadata.Distribution] = {}
-    waiting = _declared(extras)
+    waiting = [PROJECT, *_declared(extras)]
+    if imported:
+        for name in imported:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass  # an extra's package not installed here
+        owners = importlib.metadata.packages_distributions()
+        waiting += sorted({d for top in {m.split(".")[0] for m in list(sys.modules)} for d in owners.get(top, ())})
     while waiting:
         name = waiting.pop()
-        normal = re.sub(r"[-_.]+", "-", name).lower()
-        if normal in found or normal == PROJECT:
+        normal = _normal(name)
+        if normal in found:
             continue
         try:
             dist = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
-            continue  # not installed here (a platform's or an absent extra's)
+            continue  # not installed here (a platform's, an absent extra's, a checkout run from its folder)
         found[normal] = dist
-        waiting += _requirements(dist.requires)
+        if normal != PROJECT:  # the project's own extras are chosen, not followed
+            waiting += _requirements(dist.requires)
     return [found[n] for n in sorted(found)]
 
 
-def sources(extras: tuple[str, ...]) -> list[str]:
+def _outside_checkout(path: str) -> bool:
+    """Not a file of the project's checkout (its suites, experts, hidden sizes, tests), unless
+    of the grader's package: a checkout's root holds a pyproject.toml; an installed package's
+    folder (site-packages) does not."""
+    root = PACKAGE.parent
+    if not (root / "pyproject.toml").is_file() or not path.startswith(f"{root}/"):
+        return True
+    return path.startswith(f"{PACKAGE}/")
+
+
+def sources(extras: tuple[str, ...], imported: tuple[str, ...] = IMPORTED) -> list[str]:
     """Every source file the cache holds bytecode of, absolute, sorted."""
     files = set()
-    for dist in distributions(extras):
+    # Every copy of the project's own metadata: a checkout run from its folder finds its
+    # egg-info there first, whose files stay out, and the installed one's (an editable
+    # install's finder, imported at every interpreter's start) lies in site-packages.
+    own = [d for d in importlib.metadata.distributions() if _normal(d.metadata["Name"] or "") == PROJECT]
+    for dist in [*distributions(extras, imported), *own]:
         for entry in dist.files or ():
             if entry.suffix == ".py" and "__pycache__" not in entry.parts:
                 path = Path(dist.locate_file(entry)).resolve()
@@ -99,7 +132,7 @@ def sources(extras: tuple[str, ...]) -> list[str]:
     for root, dirs, names in os.walk(PACKAGE):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
         files.update(os.path.join(root, n) for n in names if n.endswith(".py"))
-    return sorted(files)
+    return sorted(f for f in files if _outside_checkout(f))
 
 
 def current(pyc: str, source: os.stat_result) -> bool:

@@ -13,7 +13,7 @@ from pytest_nodus.grader import bytecode, bytecode_files
 
 
 def test_the_libraries_the_stdlib_and_the_grader_are_in_and_the_checkout_is_out():
-    sources = bytecode_files.sources(bytecode.GRADE_EXTRAS)
+    sources = bytecode_files.sources(bytecode.GRADE_EXTRAS, imported=("torch",))
     stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
     assert str(Path(torch.__file__).resolve()) in sources
     assert str(stdlib / "json" / "__init__.py") in sources
@@ -28,7 +28,16 @@ def test_pytest_nodus_dependencies_are_followed_through_their_own():
     assert {"torch", "triton", "numpy", "pytest", "hypothesis"} <= names
     # torch's own requirement, which torch.compile imports in the expert's sandbox
     assert "sympy" in names
-    assert "pytest-nodus" not in names
+
+
+def test_what_an_import_brings_in_undeclared_is_in_too():
+    import importlib.metadata
+    import sys
+
+    names = {d.metadata["Name"] for d in bytecode_files.distributions((), imported=("torch",))}
+    owners = importlib.metadata.packages_distributions()
+    brought = {d for top in {m.split(".")[0] for m in list(sys.modules)} for d in owners.get(top, ())}
+    assert brought and brought <= names
 
 
 def test_a_requirement_of_an_extra_not_asked_for_is_left_out():
