@@ -22,7 +22,9 @@ and, under a root grader, it runs as a uid that owns nothing here; the cache is 
 (:func:`offered`) only where Landlock holds, and only once a helper finished it, since a
 prefix Python finds empty it compiles past even where bytecode lies beside the source. It
 holds the bytecode of files a sandbox reads anyway (the interpreter's library,
-site-packages, the grader's package): nothing the grader keeps from a sandbox.
+site-packages, the grader's package); where an environment keeps a package out, the
+sandbox's confinement keeps its cached bytecode out too (sandbox/confine.py), since Python
+imports cached bytecode after only a look at the source's size and time.
 
 Runs in the grader (its grading process, the helper); a sandbox only reads the directory.
 """

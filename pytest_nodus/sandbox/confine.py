@@ -46,12 +46,25 @@ def confine(scratch: str, device: torch.device, unreadable_libraries=(),
         # The GPU's device files only; not /dev/nvidia-caps (MIG administration).
         devices += [os.path.join("/dev", n) for n in os.listdir("/dev")
                     if n.startswith("nvidia") and not os.path.isdir(os.path.join("/dev", n))]
-    abi = landlock.restrict(sorted(read), [scratch], devices,
-                            landlock.find_libraries(unreadable_libraries) + list(unreadable_paths))
+    unreadable = landlock.find_libraries(unreadable_libraries) + list(unreadable_paths)
+    abi = landlock.restrict(sorted(read), [scratch], devices, unreadable + _cached_bytecode(unreadable))
     # The device files are readable too: the escape tripwire must not take an open of
     # /dev/null (Triton's compiler runs with one) for a look outside.
     filtered = seccomp.install()
     return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch} | set(devices)), filtered
+
+
+def _cached_bytecode(unreadable: list[str]) -> list[str]:
+    """The grader's cached bytecode of the files kept out (``sys.pycache_prefix``): Python
+    imports a module from its cached bytecode after a look at the source's size and time,
+    which Landlock does not refuse, so what is kept out is kept out of the cache too."""
+    if not sys.pycache_prefix:
+        return []
+    import importlib.util
+
+    cached = [sys.pycache_prefix + p if os.path.isdir(p) else importlib.util.cache_from_source(p)
+              for p in map(os.path.realpath, unreadable) if os.path.isdir(p) or p.endswith(".py")]
+    return [c for c in cached if os.path.exists(c)]
 
 
 def limit_tasks(tasks: int) -> int | None:
