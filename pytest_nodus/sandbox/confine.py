@@ -47,24 +47,32 @@ def confine(scratch: str, device: torch.device, unreadable_libraries=(),
         devices += [os.path.join("/dev", n) for n in os.listdir("/dev")
                     if n.startswith("nvidia") and not os.path.isdir(os.path.join("/dev", n))]
     unreadable = landlock.find_libraries(unreadable_libraries) + list(unreadable_paths)
-    abi = landlock.restrict(sorted(read), [scratch], devices, unreadable + _cached_bytecode(unreadable))
+    abi = landlock.restrict(sorted(read), [scratch], devices, unreadable + _bytecode_of(unreadable))
     # The device files are readable too: the escape tripwire must not take an open of
     # /dev/null (Triton's compiler runs with one) for a look outside.
     filtered = seccomp.install()
     return (f"landlock-abi{abi}" if abi else "process"), sorted(read | {scratch} | set(devices)), filtered
 
 
-def _cached_bytecode(unreadable: list[str]) -> list[str]:
-    """The grader's cached bytecode of the files kept out (``sys.pycache_prefix``): Python
-    imports a module from its cached bytecode after a look at the source's size and time,
-    which Landlock does not refuse, so what is kept out is kept out of the cache too."""
-    if not sys.pycache_prefix:
-        return []
-    import importlib.util
+def _bytecode_of(unreadable: list[str]) -> list[str]:
+    """The compiled copies of the Python files kept out: Python imports a module from its
+    bytecode after only a look at the source's size and time, which Landlock does not refuse.
+    A package's ``__pycache__`` lies inside it; a single-file module's lies beside it in
+    its folder's ``__pycache__``, and the grader's bytecode cache (``sys.pycache_prefix``)
+    mirrors both. Every optimisation level and interpreter tag."""
+    import glob
 
-    cached = [sys.pycache_prefix + p if os.path.isdir(p) else importlib.util.cache_from_source(p)
-              for p in map(os.path.realpath, unreadable) if os.path.isdir(p) or p.endswith(".py")]
-    return [c for c in cached if os.path.exists(c)]
+    found = []
+    for path in map(os.path.realpath, unreadable):
+        folder, name = os.path.split(path)
+        if os.path.isdir(path) and sys.pycache_prefix:
+            found.append(sys.pycache_prefix + path)
+        elif name.endswith(".py"):
+            stem = glob.escape(name[:-3])
+            found += glob.glob(os.path.join(glob.escape(folder), "__pycache__", f"{stem}.*.pyc"))
+            if sys.pycache_prefix:
+                found += glob.glob(os.path.join(glob.escape(sys.pycache_prefix + folder), f"{stem}.*.pyc"))
+    return [f for f in found if os.path.exists(f)]
 
 
 def limit_tasks(tasks: int) -> int | None:
