@@ -55,9 +55,10 @@ def _import_grader() -> None:
 
     for name in IMPORTS:
         importlib.import_module(name)
-    from pytest_nodus.grader import plain_import
+    from pytest_nodus.grader import bytecode, plain_import
 
     plain_import.hypothesis()
+    bytecode.key()  # what every grade's sandbox spawns ask of the installation, read once
     import torch
 
     # The invariant that makes forking safe for CUDA: no context in this process.
