@@ -155,9 +155,12 @@ def refresh() -> None:
         return
     if not _ours_alone(where) or _filling(where):
         return
-    subprocess.Popen([sys.executable, "-m", "pytest_nodus.grader.bytecode", str(where)],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True, env={**os.environ, "PYTHONPATH": _import_root()})
+    try:
+        subprocess.Popen([sys.executable, "-m", "pytest_nodus.grader.bytecode", str(where)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, env={**os.environ, "PYTHONPATH": _import_root()})
+    except OSError:
+        pass  # a host that cannot start it grades on without the cache: never a grade's failure
 
 
 def _import_root() -> str:
