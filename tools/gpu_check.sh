@@ -126,12 +126,14 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,no
 # Whether the host keeps bytecode: where it does not, every grading process compiles its imports anew
 # (docs/results/throughput.md, Hypothesis past the assertion rewriter).
 python3 -c 'import sys, torch, pathlib; print("python", sys.version.split()[0], "torch", torch.__version__, "writes bytecode:", not sys.dont_write_bytecode, "torch has bytecode:", any((pathlib.Path(torch.__file__).parent / "__pycache__").glob("__init__.cpython-*.pyc")))'
-# The grader's bytecode cache (grader/bytecode.py), filled before any grade as a host's set-up
-# would; BYTECODE_AHEAD=0 leaves it to the first grade's helper.
-BYTECODE_DIR=$(python3 -c 'from pytest_nodus.grader import bytecode; print(bytecode.directory())')
+# The grader's bytecode cache (grader/bytecode.py), filled before any grade and read by every
+# grading process too, as a host's set-up would (README); BYTECODE_AHEAD=0 leaves it to the
+# first grade's helper and the grading processes compiling their imports.
+BYTECODE_DIR=$(python3 -m pytest_nodus.grader.bytecode --where)
 if [ "${BYTECODE_AHEAD:-1}" = 1 ]; then
   t0=$(date +%s.%N); python3 -m pytest_nodus.grader.bytecode | tr '\n' ' '
   echo "(bytecode cache filled in $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s)"
+  export PYTHONPYCACHEPREFIX=$BYTECODE_DIR PYTHONDONTWRITEBYTECODE=1
 fi
 export SEALED=--nodus-sealed=sealed_fixtures  # exported: xargs children grade sealed too
 # The trusted experts' cuDNN plan store (pytest_nodus/trusted/cudnn_plans.py, options.expert_cache).

@@ -196,7 +196,10 @@ def fill(where: Path, workers: int | None = None) -> int:
 
 def main() -> None:
     """``python -m pytest_nodus.grader.bytecode [DIR]``: fill the cache now (a host's set-up),
-    at DIR or where the grader looks for it."""
+    at DIR or where the grader looks for it; ``--where``: print where that is."""
+    if sys.argv[1:] == ["--where"]:
+        print(directory())
+        return
     os.nice(19)  # a grade's processes come first
     os.umask(0o022)  # folders every sandbox's uid can pass, whatever the grade's umask was
     where = Path(sys.argv[1]) if len(sys.argv) > 1 else directory()
