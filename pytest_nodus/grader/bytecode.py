@@ -46,6 +46,7 @@ from pytest_nodus.grader.options import user_cache
 
 MARKER = "complete.json"  # written last, by the helper that filled the directory
 LOCK = "filling.lock"
+OWNER = "interpreter"  # the sys.prefix a folder is for, written first: a folder whose prefix is gone is removed
 # The project's own extras that a grade imports: the cuDNN experts' frontend. Not ray, test
 # or plot: no grading process or sandbox imports them.
 GRADE_EXTRAS = ("gpu",)
@@ -53,8 +54,10 @@ GRADE_EXTRAS = ("gpu",)
 
 def directory() -> Path:
     """Where this interpreter's cache lies: the user's cache where another uid can reach it
-    (a submission's sandbox may run as one), else a folder of this uid's under /var/tmp."""
-    tag = sys.implementation.cache_tag
+    (a submission's sandbox may run as one), else a folder of this uid's under /var/tmp. One
+    folder per installation (``sys.prefix``: each virtualenv its own), so two never take
+    turns refilling one."""
+    tag = f"{sys.implementation.cache_tag}-{hashlib.sha256(sys.prefix.encode()).hexdigest()[:12]}"
     preferred = user_cache() / "bytecode" / tag
     if _others_can_reach(preferred):
         return preferred
@@ -187,11 +190,28 @@ def fill(where: Path, workers: int | None = None) -> int:
     where.mkdir(parents=True, exist_ok=True, mode=0o755)
     with open(where / LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        (where / OWNER).write_text(sys.prefix)
         sources = bytecode_files.sources(GRADE_EXTRAS)
         written = bytecode_files.compile_into(where, sources, workers)
+        bytecode_files.prune(where, sources)  # what an upgrade or a removed checkout left
         (where / f".{MARKER}.{os.getpid()}").write_text(json.dumps({"key": key(), "files": written}))
         os.replace(where / f".{MARKER}.{os.getpid()}", where / MARKER)
+    _remove_orphans(where.parent)
     return written
+
+
+def _remove_orphans(folders: Path) -> None:
+    """Remove the folders of installations that no longer exist (a test's or a job's
+    virtualenv, removed after it graded): each holds a copy of its libraries' bytecode."""
+    import shutil
+
+    for folder in folders.iterdir():
+        try:
+            prefix = (folder / OWNER).read_text()
+        except OSError:
+            continue
+        if not os.path.exists(prefix) and _ours_alone(folder) and not _filling(folder):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def main() -> None:

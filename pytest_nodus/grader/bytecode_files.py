@@ -204,3 +204,25 @@ def compile_into(where: Path, files: list[str], workers: int | None = None) -> i
         return sum(_chunk(str(where), c) for c in chunks)
     with ProcessPoolExecutor(workers) as pool:
         return sum(pool.map(_chunk, [str(where)] * len(chunks), chunks))
+
+
+def prune(where: Path, sources: list[str]) -> int:
+    """Remove from ``where`` every file that is not the bytecode of one of ``sources`` (a
+    module an upgrade removed, a checkout deleted), and the folders left empty: the cache
+    holds today's installation, no more. How many files went."""
+    keep = {_target(str(where), s) for s in sources}
+    removed = 0
+    for root, dirs, names in os.walk(where, topdown=False):
+        for name in names:
+            path = os.path.join(root, name)
+            # The top holds the folder's own files (its marker, lock, owner); below it, a
+            # file no source maps to is stale, or a write a killed helper left half done.
+            if root != str(where) and path not in keep:
+                os.unlink(path)
+                removed += 1
+        if root != str(where):
+            try:
+                os.rmdir(root)  # only if empty
+            except OSError:
+                pass
+    return removed

@@ -46,3 +46,18 @@ def test_a_file_python_would_not_import_is_left_out(tmp_path):
     broken = tmp_path / "template.py"
     broken.write_text("def (:\n")
     assert bytecode_files.compile_into(tmp_path / "cache", [str(broken)], workers=1) == 0
+
+
+def test_a_refill_keeps_only_the_bytecode_of_todays_sources(tmp_path):
+    kept, gone = tmp_path / "kept.py", tmp_path / "gone.py"
+    kept.write_text("a = 1\n")
+    gone.write_text("b = 2\n")
+    where = tmp_path / "cache"
+    bytecode_files.compile_into(where, [str(kept), str(gone)], workers=1)
+    half_written = bytecode_files._target(str(where), str(kept)) + ".4242"
+    open(half_written, "wb").close()
+    (where / "complete.json").write_text("{}")
+    assert bytecode_files.prune(where, [str(kept)]) == 2
+    assert os.path.exists(bytecode_files._target(str(where), str(kept)))
+    assert not os.path.exists(bytecode_files._target(str(where), str(gone))) and not os.path.exists(half_written)
+    assert (where / "complete.json").exists()

@@ -44,3 +44,14 @@ def test_a_cache_being_filled_starts_no_second_helper(started):
     assert calls == []
     bytecode.refresh()  # the lock let go: an unfinished fill is started again
     assert len(calls) == 1
+
+
+def test_the_folder_of_an_installation_that_is_gone_is_removed(tmp_path):
+    folders = tmp_path / "bytecode"
+    alive, gone, unowned = folders / "alive", folders / "gone", folders / "unowned"
+    for folder in (alive, gone, unowned):
+        folder.mkdir(parents=True)
+    (alive / bytecode.OWNER).write_text(str(tmp_path))
+    (gone / bytecode.OWNER).write_text(str(tmp_path / "a-removed-venv"))
+    bytecode._remove_orphans(folders)
+    assert alive.exists() and unowned.exists() and not gone.exists()
