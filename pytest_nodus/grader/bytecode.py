@@ -146,11 +146,11 @@ def write_none_into() -> None:
 
 
 def refresh() -> None:
-    """Start the helper that fills the cache, unless it is complete, being filled, or cannot
-    be made safely. Detached and niced: it outlives the grade that asked and yields the CPU
-    to the grades beside it."""
+    """Start the helper that fills the cache, unless it is complete (and no removed
+    installation's folder waits to go), being filled, or cannot be made safely. Detached and
+    niced: it outlives the grade that asked and yields the CPU to the grades beside it."""
     where = directory()
-    if complete(where):
+    if complete(where) and not _orphans(where.parent):
         return
     try:
         where.mkdir(parents=True, exist_ok=True, mode=0o755)
@@ -205,13 +205,26 @@ def _remove_orphans(folders: Path) -> None:
     virtualenv, removed after it graded): each holds a copy of its libraries' bytecode."""
     import shutil
 
-    for folder in folders.iterdir():
+    for folder in _orphans(folders):
+        if _ours_alone(folder) and not _filling(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _orphans(folders: Path) -> list[Path]:
+    """The folders whose installation (``sys.prefix``) is gone."""
+    found = []
+    try:
+        entries = list(folders.iterdir())
+    except OSError:
+        return []
+    for folder in entries:
         try:
             prefix = (folder / OWNER).read_text()
         except OSError:
             continue
-        if not os.path.exists(prefix) and _ours_alone(folder) and not _filling(folder):
-            shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.exists(prefix):
+            found.append(folder)
+    return found
 
 
 def main() -> None:

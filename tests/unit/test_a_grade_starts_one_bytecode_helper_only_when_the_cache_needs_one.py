@@ -55,3 +55,14 @@ def test_the_folder_of_an_installation_that_is_gone_is_removed(tmp_path):
     (gone / bytecode.OWNER).write_text(str(tmp_path / "a-removed-venv"))
     bytecode._remove_orphans(folders)
     assert alive.exists() and unowned.exists() and not gone.exists()
+
+
+def test_a_complete_cache_beside_a_removed_installations_folder_starts_the_helper(started):
+    where, calls = started
+    where.mkdir()
+    (where / bytecode.MARKER).write_text(json.dumps({"key": bytecode.key()}))
+    gone = where.parent / "cpython-of-a-removed-venv"
+    gone.mkdir()
+    (gone / bytecode.OWNER).write_text(str(where.parent / "a-removed-venv"))
+    bytecode.refresh()
+    assert len(calls) == 1
