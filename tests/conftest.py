@@ -84,6 +84,54 @@ class Grade:
         return self.outcome.stdout.str() + self.outcome.stderr.str()
 
 
+@pytest.fixture
+def site_packages():
+    """This Python's site-packages, for a test to install fake packages into (skipped where it
+    is not writable), and a list of what it put there, removed after the test."""
+    import shutil
+    import site
+
+    where = Path(site.getsitepackages()[0])
+    if not os.access(where, os.W_OK):
+        pytest.skip(f"{where} is not writable here (CI installs into a venv it owns)")
+    made: list[Path] = []
+    yield where, made
+    for path in reversed(made):
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+
+
+IMPORT_PROBE = """
+import importlib, sys
+print("prefix", sys.pycache_prefix)
+for label, module in MODULES.items():
+    try:
+        print(label, "imported", importlib.import_module(module).VALUE)
+    except (ImportError, OSError) as exc:
+        print(label, "denied", type(exc).__name__)
+def kernel(x):
+    return x
+"""
+
+
+def kept_out_imports(folder: Path, modules: dict[str, str], kept_out: tuple[str, ...]) -> dict[str, str]:
+    """What a submission whose file imports ``modules`` (label -> module, each printing its
+    ``VALUE``) says in a CPU sandbox with the packages ``kept_out`` unreadable, and in the
+    same sandbox without the rule: the logs of ``kept_out`` and ``control``."""
+    from pytest_nodus.grader.sandbox_process import Sandbox
+
+    kernel = folder / "kernel.py"
+    kernel.write_text(f"MODULES = {modules!r}\n" + IMPORT_PROBE)
+    logs = {}
+    for label, packages in (("kept_out", kept_out), ("control", ())):
+        sandbox = Sandbox(kernel, "submission", "cpu", unreadable_packages=packages)
+        try:
+            sandbox.start(1 << 20)
+            logs[label] = (sandbox.scratch / "sandbox.log").read_text()
+        finally:
+            sandbox.close()
+    return logs
+
+
 def solution_with_config(folder: Path, env: str, name: str, params: str, config: str) -> Path:
     """A copy of ``env``'s solution in ``folder`` whose ``_config(params)`` returns ``config``,
     an expression over ``base`` (the file's own ``_config``) and the params: a path of the

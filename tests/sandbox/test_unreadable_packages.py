@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import textwrap
-from pathlib import Path
 import pytest
+from conftest import kept_out_imports
+
 from pytest_nodus.sandbox import landlock
 
 
@@ -25,45 +23,18 @@ def test_packages_are_found_in_other_python_installations(tmp_path):
 
 
 @pytest.mark.skipif(landlock.abi_version() == 0, reason="this kernel has no Landlock")
-def test_unreadable_packages_cannot_be_imported_and_the_control_can(tmp_path):
+def test_unreadable_packages_cannot_be_imported_and_the_control_can(tmp_path, site_packages):
     """A package the environment keeps out, installed where the sandbox may read (this
     Python's site-packages), cannot be imported by a submission, module or package, and
     the same sandbox without the rule imports both."""
-    import site
     import uuid
 
-    from pytest_nodus.grader.sandbox_process import Sandbox
-
+    where, made = site_packages
     name = f"nodus_fake_attention_{uuid.uuid4().hex[:8]}"
-    where = Path(site.getsitepackages()[0])
-    if not os.access(where, os.W_OK):
-        pytest.skip(f"{where} is not writable here (CI installs into a venv it owns)")
+    made += [where / name, where / f"{name}_cuda.py"]
     (where / name).mkdir()
     (where / name / "__init__.py").write_text("VALUE = 7\n")
     (where / f"{name}_cuda.py").write_text("VALUE = 8\n")
-    kernel = tmp_path / "kernel.py"
-    kernel.write_text(textwrap.dedent(f"""
-        import importlib
-        for module in ({name!r}, {name + "_cuda"!r}):
-            try:
-                print(module[-5:], "imported", importlib.import_module(module).VALUE)
-            except (ImportError, OSError) as exc:
-                print(module[-5:], "denied", type(exc).__name__)
-        def kernel(x):
-            return x
-    """))
-    logs = {}
-    try:
-        for label, packages in (("kept_out", (name, f"{name}_cuda")), ("control", ())):
-            sandbox = Sandbox(kernel, "submission", "cpu", unreadable_packages=packages)
-            try:
-                sandbox.start(1 << 20)
-                logs[label] = (sandbox.scratch / "sandbox.log").read_text()
-            finally:
-                sandbox.close()
-    finally:
-        shutil.rmtree(where / name)
-        (where / f"{name}_cuda.py").unlink()
+    logs = kept_out_imports(tmp_path, {"package": name, "module": f"{name}_cuda"}, (name, f"{name}_cuda"))
     assert "denied" in logs["kept_out"] and "imported" not in logs["kept_out"], logs["kept_out"]
     assert "imported 7" in logs["control"] and "imported 8" in logs["control"], logs["control"]
-
