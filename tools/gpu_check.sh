@@ -384,12 +384,11 @@ for run in runs_of(sys.argv[2:], int(sys.argv[1])): print(" ".join(run))' ${BATC
     grade rmsnorm alone_solution expert/rmsnorm/solution.py --nodus-seed=11
     grade rmsnorm alone_torch_ops tests/correct/rmsnorm/torch_ops.py --nodus-seed=11 ;;
   owed)
-    # The runs still owed on an H200 (docs/results/moe_experts.md, docs/results/throughput.md):
-    # the moe expert as a trusted submission under its card's 48 GiB budget (more than an H100
-    # holds at hidden-1), whose sizes after a restarted sandbox raised opening its inductor
-    # caches' old paths; then issue 24's walls and the experts against themselves, measured
-    # so far on H100s only. One device call holds about this much: the batch is owed_batch,
-    # the warm grader's walls are warm.
+    # The runs owed on an H200 (docs/results/moe_experts.md, docs/results/throughput.md): the
+    # moe expert as a trusted submission under its card's 48 GiB budget (more than an H100
+    # holds at hidden-1), then issue 24's walls and the experts against themselves. One device
+    # call holds about this much: the batch is owed_batch, the warm grader's walls are warm,
+    # the bytecode cache's effect is bytecode.
     bash "$0" moe_expert
     PHASES_TWICE=1 bash "$0" phases
     STABILITY_RERUNS=3 bash "$0" attention_stability rmsnorm_stability ;;

@@ -3,8 +3,8 @@ compiled once per host by the grader, read by all, written by no sandbox.
 
 Each grading process and each sandbox imports torch, Triton and numpy, a trusted sandbox
 torch.compile's modules too, and each compiles from source whatever has no bytecode beside
-it: on a host whose image ships torch without bytecode (the GPU machine's) that is 2.95 s of
-a grading process's start alone, and as much in every sandbox (docs/results/throughput.md).
+it: on a host whose image ships torch without bytecode (the GPU machine's), seconds of every
+process's start (docs/results/throughput.md).
 A sandbox never writes bytecode itself (``PYTHONDONTWRITEBYTECODE``, grader/sandbox_env.py):
 code a sandbox wrote where a later grade imports from would run in that grade's processes,
 the expert's among them.
