@@ -68,7 +68,10 @@ def _grade_chunk(env: str, names: Sequence[str], sources: Sequence[bytes], seale
 
     if progress:
         for index in indices:
-            (Path(progress) / f"{index}.pid").write_text(str(os.getpid()))
+            # Written aside and renamed: a reader that sees the file sees its pid.
+            written = Path(progress) / f".{index}.pid.{os.getpid()}"
+            written.write_text(str(os.getpid()))
+            os.replace(written, Path(progress) / f"{index}.pid")
     with tempfile.TemporaryDirectory(prefix="nodus-ray-") as work:
         paths = []
         for index, name, source in zip(indices, names, sources):
