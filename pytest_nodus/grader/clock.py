@@ -5,13 +5,14 @@ that code can reach the harness (its stack frames, its objects) and rewrite what
 times included (``tests/cheats/rmsnorm/forge_reported_time.py`` did). So the grader times
 every call itself, as a window whose two ends only the grader can place:
 
-- **It opens** on the grader's own stream: the idle probe, which the host waits for before
-  it lets the sandbox go (grader/gpu_idle.py), a short GPU spin (so the host can get the call
-  enqueued while the GPU waits, and launch latency is not timed as idle GPU), the start
-  event, then *the call's inputs are copied into the arena*, the receipts poisoned and L2
-  flushed, and the call's number written into the arena's go word, which the sandbox's
-  stream waits for (``cuStreamWaitValue32``). No input value exists in memory the
-  sandbox can read before the window opens, so no work on them can start before it.
+- **It opens** on the grader's own stream: at a timed call the idle probe, which the host
+  waits for before it lets the sandbox go (grader/gpu_idle.py), and a short GPU spin (so
+  the host can get the call enqueued while the GPU waits, and launch latency is not timed
+  as idle GPU); then the start event, *the call's inputs are copied into the arena*, the
+  receipts poisoned and L2 flushed, and the call's number written into the arena's go
+  word, which the sandbox's stream waits for (``cuStreamWaitValue32``). No input value
+  exists in memory the sandbox can read before the window opens, so no work on them can
+  start before it.
 - **It closes** with the grader's *snapshot* of the outputs, then the end event, both
   queued on the grader's stream behind a wait for a flag word in the arena to reach the
   call's number. The harness writes, in its stream's order right after the call, where
@@ -73,7 +74,7 @@ from pytest_nodus.shared.stream_ops import StreamMemoryOps
 # GPU work is still timed as GPU work. A call's launches that land after the GPU has reached
 # them are timed as idle GPU: cuDNN's 0.35 ms attention call needs more than 1 ms of cover on
 # a slow host (docs/timing.md). The spin is before the window opens: it costs wall time
-# only, ~4 ms per call.
+# only, ~4 ms per timed call.
 SPIN_CYCLES = 8_000_000
 
 _gather_kernel = None
@@ -110,10 +111,9 @@ class GraderClock:
         self.cuda = device.type == "cuda"
         self._t_open = self._t_close = None
         self._helpers_open: dict[int, int] = {}
-        # CPU time the sandbox's child processes spent in the last window (ms): on the CPU its
-        # live descendants' and those of its children that ended in it, and the window counts
-        # it; on the GPU the ended children's (live ones are flagged as alive). A correct kernel
-        # has none (grader/checks.py flags it on timed calls).
+        # CPU time (ms) the sandbox's children spent in the last window: on the CPU its live
+        # descendants' and its ended children's, which the window counts; on the GPU the ended
+        # ones' (live ones are flagged). A correct kernel has none (grader/checks.py).
         self.helper_ms: float | None = None
         self._ended_open: tuple[int, dict[int, int]] | None = None
         self.opened_boot_ticks = 0  # when the last window opened, in /proc's clock ticks since boot
@@ -122,7 +122,7 @@ class GraderClock:
         self._spans: list | None = None  # the GPU snapshot's output_spans, read once per call
         self.pid: int | None = None  # the sandbox's, set once it runs (the CPU clock reads it)
         self.cgroup = None  # the sandbox's cgroup (grader/cgroup.py) where it has one: the CPU clock
-        self.call_number = 0
+        self.call_number, self.probed_window = 0, False  # probed: the last window, behind the idle probe
         self._snapshot: list[torch.Tensor] = []
         self.arena = arena
         self._outputs: list[tuple[int, torch.dtype, tuple[int, ...]]] = []  # (bytes, dtype, shape) per output
@@ -160,11 +160,14 @@ class GraderClock:
                 self._outputs = []
             torch.cuda.synchronize(device)
 
-    def open(self, copies: list[tuple[torch.Tensor, torch.Tensor]], receipts: list[torch.Tensor]) -> int:
+    def open(self, copies: list[tuple[torch.Tensor, torch.Tensor]], receipts: list[torch.Tensor],
+             timed: bool = True) -> int:
         """Queue the whole window: start, the call's inputs (``(arena view, pristine)``) and
         poisoned receipts, ``go``; then the wait for the flag, the snapshot and the end.
-        Returns the call number the harness must write into the flag."""
+        Returns the call number the harness must write into the flag. An untimed window (a
+        warm-up, a fuzzed call) skips the idle probe and the spin: they serve only its time."""
         self.call_number += 1
+        self.probed_window = timed
         if len(receipts) > MAX_OUTPUTS:
             raise ValueError(f"{len(receipts)} outputs: the flag bytes hold words for {MAX_OUTPUTS}")
         self._outputs = [(r.numel() * r.element_size(), r.dtype, tuple(r.shape)) for r in receipts]
@@ -192,8 +195,9 @@ class GraderClock:
             # sandbox writes only after open() returns: a deadlock that holds the GPU lock
             # (seen with four attention grades on one GPU).
             snapshot = [self._snapshot_buffer(slot) for slot in range(len(receipts))]
-            self.probe.run()  # the GPU idle of other contexts? The host waits for it (grader/gpu_idle.py)
-            torch.cuda._sleep(SPIN_CYCLES)
+            if timed:
+                self.probe.run()  # the GPU idle of other contexts? The host waits for it (grader/gpu_idle.py)
+                torch.cuda._sleep(SPIN_CYCLES)
             self.opened.record(self.stream)
             for view, pristine in copies:
                 view.copy_(pristine)
@@ -331,7 +335,7 @@ class GraderClock:
 
     def probed(self) -> None:
         """Return once the window's idle probe has ended: only then may the sandbox go."""
-        if self.cuda:
+        if self.cuda and self.probed_window:
             self.probe.wait()
 
     def release(self) -> None:

@@ -1,4 +1,4 @@
-"""Before each GPU window: a probe that shows the GPU idle of every other context.
+"""Before each timed GPU window: a probe that shows the GPU idle of every other context.
 
 Contexts of different processes do not run side by side on a GPU: the GPU time-slices
 between them. So a loop that reads the GPU's global timer sees a jump whenever another
@@ -26,7 +26,7 @@ import torch
 
 # How long the probe lasts: longer than the longest step seen with another context's kernels
 # (2.4 ms), so another context with work gets at least one slice inside it. Wall time only,
-# before the window: ~4 ms per call.
+# before the window: ~4 ms per timed call.
 PROBE_NS = 4_000_000
 # A larger step between two timer reads means another context held the GPU: 1500x the
 # largest step seen alone, a third of the shortest seen with another context's kernels.

@@ -188,7 +188,7 @@ class Grader:
                     self._gpu_idle_for_setup(sandbox, role)
                     laps.lap("idle")
                 reading = sandbox.call(slot.layout, scalars, order, [] if baseline else slot.copies(fresh),
-                                       slot.receipts, timeout, result.phases, go_part)
+                                       slot.receipts, timeout, result.phases, go_part, timed)
                 laps.skip()  # the call's own parts are recorded; the thaw is the freeze's other half
             laps.lap("freeze")
         if submission:

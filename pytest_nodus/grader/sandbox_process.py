@@ -259,12 +259,12 @@ class Sandbox:
 
     # -- one call -----------------------------------------------------------------------
     def call(self, layout: dict, scalars: dict, order: list, copies, receipts, timeout_s: float,
-             phases_ms: dict | None = None, go_part: str = "go") -> Reading:
-        """Arm, open the grader's window, go, close it. ``copies`` are the (arena view,
-        pristine input) pairs the window writes; ``receipts`` the outputs' slots. Each part's
-        wall time goes into ``phases_ms`` as ``calls_<part>`` (grader/phases.py), the go as
-        ``calls_<go_part>``. Raises SandboxFailure when the sandbox breaks the protocol, dies
-        or hangs."""
+             phases_ms: dict | None = None, go_part: str = "go", timed: bool = True) -> Reading:
+        """Arm, open the grader's window (behind the idle probe where ``timed``), go, close it.
+        ``copies`` are the (arena view, pristine input) pairs the window writes; ``receipts`` the
+        outputs' slots. Each part's wall time goes into ``phases_ms`` as ``calls_<part>``
+        (grader/phases.py), the go as ``calls_<go_part>``. Raises SandboxFailure when the
+        sandbox breaks the protocol, dies or hangs."""
         laps = phases.Laps(phases_ms, "calls_")
         reply = self.request({"op": protocol.CALL, "layout": layout, "scalars": scalars, "order": order}, timeout_s)
         held_ms = {"arm": laps.lap("arm")}  # the requests that run no kernel code (checks.held)
@@ -273,7 +273,7 @@ class Sandbox:
         if not reply.get("ok"):
             return self._reading(reply, receipts, None)  # prepare failed (a trusted file): reported as it raised
         window_ms = None
-        call_number = self.clock.open(copies, receipts)
+        call_number = self.clock.open(copies, receipts, timed)
         try:
             self.clock.probed()
             laps.lap("open")
@@ -312,7 +312,7 @@ class Sandbox:
 
     def _reading(self, report: dict, outputs: list, window_ms: float | None, held_ms=None) -> Reading:
         clock = self.clock
-        contended = clock.probe.contended_ns() if clock.cuda and window_ms is not None else 0
+        contended = clock.probe.contended_ns() if clock.cuda and window_ms is not None and clock.probed_window else 0
         parts = clock.parts_ms() if clock.cuda and window_ms is not None else None
         return Reading(report, outputs, window_ms, clock.helper_ms, clock.children_at_open, clock.opened_boot_ticks,
                        self.pid, clock, contended, parts, held_ms or {})
