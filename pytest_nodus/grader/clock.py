@@ -111,9 +111,8 @@ class GraderClock:
         self.cuda = device.type == "cuda"
         self._t_open = self._t_close = None
         self._helpers_open: dict[int, int] = {}
-        # CPU time (ms) the sandbox's children spent in the last window: on the CPU its live
-        # descendants' and its ended children's, which the window counts; on the GPU the ended
-        # ones' (live ones are flagged). A correct kernel has none (grader/checks.py).
+        # CPU ms of the sandbox's children in the last window (the CPU: live and ended, counted
+        # in it; the GPU: ended ones, live ones flagged). A correct kernel has none (checks.py).
         self.helper_ms: float | None = None
         self._ended_open: tuple[int, dict[int, int]] | None = None
         self.opened_boot_ticks = 0  # when the last window opened, in /proc's clock ticks since boot
@@ -122,7 +121,7 @@ class GraderClock:
         self._spans: list | None = None  # the GPU snapshot's output_spans, read once per call
         self.pid: int | None = None  # the sandbox's, set once it runs (the CPU clock reads it)
         self.cgroup = None  # the sandbox's cgroup (grader/cgroup.py) where it has one: the CPU clock
-        self.call_number, self.probed_window = 0, False  # probed: the last window, behind the idle probe
+        self.call_number, self.probed_window = 0, False  # the last window opened behind the idle probe
         self._snapshot: list[torch.Tensor] = []
         self.arena = arena
         self._outputs: list[tuple[int, torch.dtype, tuple[int, ...]]] = []  # (bytes, dtype, shape) per output
@@ -163,9 +162,9 @@ class GraderClock:
     def open(self, copies: list[tuple[torch.Tensor, torch.Tensor]], receipts: list[torch.Tensor],
              timed: bool = True) -> int:
         """Queue the whole window: start, the call's inputs (``(arena view, pristine)``) and
-        poisoned receipts, ``go``; then the wait for the flag, the snapshot and the end.
-        Returns the call number the harness must write into the flag. An untimed window (a
-        warm-up, a fuzzed call) skips the idle probe and the spin: they serve only its time."""
+        poisoned receipts, ``go``; then the wait for the flag, the snapshot and the end. An
+        untimed window (warm-up, fuzzed) skips the idle probe and the spin, which serve only
+        its time. Returns the call number the harness must write into the flag."""
         self.call_number += 1
         self.probed_window = timed
         if len(receipts) > MAX_OUTPUTS:
@@ -188,12 +187,10 @@ class GraderClock:
             return self.call_number
         self.stream.wait_stream(torch.cuda.current_stream(self.device))  # the pristine inputs are made there
         with torch.cuda.stream(self.stream):
-            # The snapshot's buffers are allocated before the wait for the flag is queued. An
-            # allocation after it can run out of memory (another grade or the submission holds
-            # the GPU's memory), and the allocator then frees its cache with cudaFree, which
-            # waits for the whole device: for this stream, which waits for the flag, which the
-            # sandbox writes only after open() returns: a deadlock that holds the GPU lock
-            # (seen with four attention grades on one GPU).
+            # The snapshot's buffers are allocated before the wait for the flag is queued: an
+            # allocation after it that runs out of memory makes the allocator cudaFree its cache,
+            # which waits for the whole device, this stream included, whose flag the sandbox
+            # writes only after open() returns: a deadlock that holds the GPU lock.
             snapshot = [self._snapshot_buffer(slot) for slot in range(len(receipts))]
             if timed:
                 self.probe.run()  # the GPU idle of other contexts? The host waits for it (grader/gpu_idle.py)
@@ -337,6 +334,9 @@ class GraderClock:
         """Return once the window's idle probe has ended: only then may the sandbox go."""
         if self.cuda and self.probed_window:
             self.probe.wait()
+
+    def window_contended_ns(self) -> int:  # the last window's probe step; 0 without a probe
+        return self.probe.contended_ns() if self.cuda and self.probed_window else 0
 
     def release(self) -> None:
         """The call will not write its flag (it failed or hung): write it here, so the

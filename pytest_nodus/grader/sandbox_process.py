@@ -312,7 +312,7 @@ class Sandbox:
 
     def _reading(self, report: dict, outputs: list, window_ms: float | None, held_ms=None) -> Reading:
         clock = self.clock
-        contended = clock.probe.contended_ns() if clock.cuda and window_ms is not None and clock.probed_window else 0
+        contended = clock.window_contended_ns() if window_ms is not None else 0
         parts = clock.parts_ms() if clock.cuda and window_ms is not None else None
         return Reading(report, outputs, window_ms, clock.helper_ms, clock.children_at_open, clock.opened_boot_ticks,
                        self.pid, clock, contended, parts, held_ms or {})

@@ -24,5 +24,5 @@ def test_the_rmsnorm_solution_compiles_once_per_launch_shape():
         assert binaries, f"{dims}: no launch captured"
         by_shape.setdefault(shape, binaries)
         assert binaries == by_shape[shape], f"{dims} needs a binary another size of its launch shape does not"
-    # The sealed sizes span several rows counts and widths per shape, or the test shows nothing.
+    # The sealed sizes span several row counts and widths per shape, or the test shows nothing.
     assert len(by_shape) < len(sizes)
